@@ -1,0 +1,3 @@
+from agentkern.cli import main
+
+main()

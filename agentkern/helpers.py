@@ -1,0 +1,56 @@
+"""Small utilities. Imports nothing else from agentkern (tinygrad's rule), so anything may import it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def sha256_text(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")  # keeps ("ab", "c") and ("a", "bc") apart
+    return h.hexdigest()
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write through a temp file and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def one_line(text: str | None, limit: int = 300) -> str | None:
+    """First meaningful line of an error text, bounded: the `error` field is one line by contract."""
+    if text is None:
+        return None
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    line = lines[-1] if lines[0].startswith("Traceback") else lines[0]
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def tail(text: str, max_chars: int = 4000) -> str:
+    return text if len(text) <= max_chars else "..." + text[-max_chars:]
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        return default
