@@ -53,15 +53,15 @@ class Target:
 @dataclass
 class EvalOptions:
     trials: int = 5
-    seed: int = 42
+    seed: int | None = None  # None: fresh random seeds per evaluation (recorded in details)
     # Tolerances per dtype; atol and rtol both take this value (KernelBench convention).
     tolerances: dict[str, float] = field(
         default_factory=lambda: {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2, "float64": 1e-7}
     )
     mode: TimingMode = "offline"
-    time_budget_s: float = 0.6  # per side, for the timed calls
+    time_budget_s: float = 0.5  # for all timed calls, both sides together
     min_timed_calls: int = 5
-    max_timed_calls: int = 100
+    max_timed_calls: int = 50
     compile_timeout_s: float = 300.0
     run_timeout_s: float = 120.0
     memory_limit_gb: float = 8.0

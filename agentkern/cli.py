@@ -1,0 +1,109 @@
+"""The `agentkern` command line: thin commands over library functions.
+
+Bad input ends in one line on stderr and exit code 2; a verdict, whatever it is, exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentkern.errors import UserError
+
+app = typer.Typer(
+    name="agentkern",
+    help="Generate and optimise compute kernels with LLM agents, judged by a harness that cannot be fooled.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+def _parse_tolerances(pairs: list[str]) -> dict[str, float]:
+    parsed = {}
+    for pair in pairs:
+        dtype, sep, value = pair.partition("=")
+        try:
+            parsed[dtype.strip().removeprefix("torch.")] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise UserError(f"--tol expects DTYPE=VALUE (e.g. float32=1e-3), got {pair!r}")
+    return parsed
+
+
+@app.command("eval")
+def eval_command(
+    problem: Annotated[str, typer.Argument(help="Problem: an op name from kernels_dataset (softmax, matmul, ...) or a path.")],
+    solution: Annotated[str, typer.Argument(help="Solution file defining ModelNew.")],
+    target: Annotated[str, typer.Option("--target", "-t", help="cpu, a100, h100, h200, l4, l40s, rtx4090, or auto.")] = "auto",
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (stable keys).")] = False,
+    trials: Annotated[int, typer.Option(min=1, help="Correctness trials, each with its own seed.")] = 5,
+    seed: Annotated[Optional[int], typer.Option(help="First seed (default: fresh random seeds, recorded in the result).")] = None,
+    mode: Annotated[str, typer.Option(help="Timing mode: offline (back to back) or server (cold caches, random gaps).")] = "offline",
+    tol: Annotated[list[str], typer.Option(help="Tolerance override DTYPE=VALUE (atol=rtol), repeatable.")] = [],
+    threads: Annotated[Optional[int], typer.Option(min=1, help="CPU threads for both reference and kernel (default: all cores).")] = None,
+    compile_timeout: Annotated[float, typer.Option(help="Seconds allowed to import/compile the candidate.")] = 300.0,
+    run_timeout: Annotated[float, typer.Option(help="Seconds allowed for the correctness and timing phases.")] = 120.0,
+    memory_limit: Annotated[float, typer.Option(help="GiB of resident memory for the sandbox.")] = 8.0,
+    no_timing: Annotated[bool, typer.Option("--no-timing", help="Check correctness only.")] = False,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the sandbox's work folder even on success.")] = False,
+) -> None:
+    """Judge a candidate kernel: correct? how fast? honest?"""
+    from agentkern.harness import evaluate
+    from agentkern.types import EvalOptions
+
+    if mode not in ("offline", "server"):
+        raise UserError(f"--mode must be offline or server, not {mode!r}")
+    opts = EvalOptions(
+        trials=trials, seed=seed, mode=mode, threads=threads, compile_timeout_s=compile_timeout,
+        run_timeout_s=run_timeout, memory_limit_gb=memory_limit, check_timing=not no_timing,
+    )
+    opts.tolerances.update(_parse_tolerances(tol))
+    if json_out or not sys.stdout.isatty():
+        result = evaluate(problem, solution, target, opts, keep_workdir=keep)
+    else:
+        with err.status(f"evaluating {solution} against {problem} on {target} ..."):
+            result = evaluate(problem, solution, target, opts, keep_workdir=keep)
+    if json_out:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        from agentkern.report import print_eval
+
+        print_eval(out, result)
+
+
+@app.command("targets")
+def targets_command(json_out: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False) -> None:
+    """List the hardware targets, their published figures and where each comes from."""
+    from agentkern.targets import list_targets, target_summary_rows
+
+    targets = list_targets()
+    if json_out:
+        print(json.dumps([t.to_json() for t in targets], indent=2))
+        return
+    rows = target_summary_rows(targets)
+    table = Table(title="agentkern targets (dense peaks; sources: agentkern targets --json)")
+    for key in rows[0]:
+        table.add_column(key)
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row.values()))
+    out.print(table)
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)

@@ -1,0 +1,9 @@
+"""The evaluation harness: decides whether a candidate kernel is correct and how fast it is.
+
+Candidate code never runs in this process: `evaluate` checks the files, then hands them to a sandboxed
+worker process (see sandbox.py and worker.py) and turns what comes back into an EvalResult.
+"""
+
+from agentkern.harness.evaluate import evaluate
+
+__all__ = ["evaluate"]

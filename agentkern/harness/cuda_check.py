@@ -1,0 +1,90 @@
+"""CUDA kernels on a machine without a GPU: compile them to PTX with nvcc, and say that is all we did.
+
+The CUDA source lives in the candidate as arguments to `load_inline(cuda_sources=...)`, often built at
+import time, so it is captured by running the candidate in the sandbox with load_inline replaced by a
+recorder. The verdict is "unverified": it compiled (or not), it was not run.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from agentkern.helpers import one_line
+from agentkern.types import EvalOptions, EvalResult, Target
+
+
+class _Captured(Exception):
+    pass
+
+
+def capture_cuda_sources(request: dict) -> dict:
+    """Worker side: import the candidate with load_inline recording its sources instead of building."""
+    import torch.utils.cpp_extension as ext
+
+    from agentkern.harness.worker import load_module
+
+    captured: list[dict] = []
+
+    def record(name, cpp_sources, cuda_sources=None, *args, **kwargs):
+        as_list = lambda s: [s] if isinstance(s, str) else list(s or [])  # noqa: E731
+        captured.append({"name": name, "cpp_sources": as_list(cpp_sources), "cuda_sources": as_list(cuda_sources),
+                         "extra_cuda_cflags": list(kwargs.get("extra_cuda_cflags") or [])})
+        raise _Captured()
+
+    ext.load_inline = record
+    try:
+        module = load_module(request["solution_path"], "agentkern_candidate")
+        init = load_module(request["problem_path"], "agentkern_reference").get_init_inputs()
+        module.ModelNew(*init)  # some candidates build in __init__
+    except _Captured:
+        pass
+    return {"status": "ok", "correct": False, "captured": captured, "include_paths": ext.include_paths()}
+
+
+MISSING_HEADER = re.compile(r"fatal error: (\S+): No such file")
+
+
+def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalResult:
+    """Parent side: capture the sources in the sandbox, then nvcc -ptx each for the target's arch."""
+    from agentkern.harness.evaluate import _env, _workdir
+    from agentkern.harness.sandbox import describe_death, run_worker
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return EvalResult("unverified", False, error="no CUDA device and no nvcc here: the kernel was neither built nor run", details=base)
+    workdir = _workdir(sol.path)
+    limits = {"compile_timeout_s": opts.compile_timeout_s, "run_timeout_s": opts.run_timeout_s, "memory_limit_gb": opts.memory_limit_gb}
+    request = {"mode": "cuda_sources", "solution_path": str(sol.path), "problem_path": base["problem"]}
+    outcome = run_worker(request, workdir, _env("cpu", "cuda", opts.threads, workdir), limits)
+    if outcome.result is None:
+        status, error = describe_death(outcome, limits)
+        return EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log})
+    raw = outcome.result
+    if raw.get("status") != "ok":
+        return EvalResult(raw["status"], False, error=one_line(raw.get("error")), details={**base, **raw.get("details", {})})
+    if not raw["captured"]:
+        return EvalResult("unverified", False, error="no load_inline(cuda_sources=...) call found to compile", details=base)
+    arch = "sm_" + (target.compute_capability or "8.0").replace(".", "")
+    includes = [f"-I{p}" for p in raw["include_paths"]]
+    checked = []
+    for i, unit in enumerate(raw["captured"]):
+        src = workdir / f"{unit['name']}_{i}.cu"
+        src.write_text("\n".join(unit["cuda_sources"]))
+        cmd = [nvcc, "-ptx", f"-arch={arch}", "-std=c++17", *includes, *unit["extra_cuda_cflags"], str(src), "-o", str(src.with_suffix(".ptx"))]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.compile_timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            return EvalResult("timeout", False, error=f"nvcc took longer than {opts.compile_timeout_s:g} s", details=base)
+        if proc.returncode != 0:
+            missing = MISSING_HEADER.search(proc.stderr)
+            if missing:
+                return EvalResult("unverified", False, error=f"cannot compile-check here: header {missing.group(1)} is not in this torch build", details={**base, "nvcc_log": proc.stderr[-4000:]})
+            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr)
+            return EvalResult("compile_error", False, error=one_line(first), details={**base, "nvcc_log": proc.stderr[-4000:]})
+        checked.append(src.with_suffix(".ptx").name)
+    shutil.rmtree(workdir, ignore_errors=True)
+    details = {**base, "compile_check": f"nvcc -ptx -arch={arch} passed", "units": checked}
+    return EvalResult("unverified", False, error=f"compiled to PTX for {arch}; not run: no CUDA device here", details=details)

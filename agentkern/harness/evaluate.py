@@ -1,0 +1,162 @@
+"""`evaluate(problem, solution, target)`: the harness's front door, in agentkern's own process.
+
+It validates the files (bad input -> UserError), picks the backend and device, runs the static checks,
+hands the rest to a sandboxed worker and turns what comes back, or how the worker died, into an
+EvalResult. Nothing here imports torch or executes candidate code.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from agentkern import targets as T
+from agentkern.config import cache_dir, home
+from agentkern.errors import UserError
+from agentkern.harness.rejections import Rejected
+from agentkern.harness.sandbox import describe_death, run_worker
+from agentkern.harness.static_checks import check_source, detect_backend
+from agentkern.helpers import one_line, sha256_text
+from agentkern.problems import load_problem, load_solution
+from agentkern.types import EvalOptions, EvalResult, Target
+
+GPU_FLUSH_BYTES = 256 * 2**20  # Triton's do_bench flushes L2 with a 256 MB buffer
+
+
+def _plan(target: Target, backend: str) -> tuple[str, str]:
+    """(device, timing) for a backend on a target; timing is "measure" or why it is unavailable."""
+    if target.kind == "cpu":
+        if backend == "cuda":
+            raise UserError("this solution is a CUDA kernel: choose a GPU target (e.g. --target h100)")
+        if backend == "triton":
+            return "cpu", "Triton has no CPU backend here: correctness checked with the Triton interpreter, no timing"
+        return "cpu", "measure"
+    if backend == "cpp":
+        raise UserError(f"C++ kernels run on the CPU: use --target cpu, not {target.name}")
+    if T.is_present(target):
+        return "cuda", "measure"
+    where = f"no {target.display_name} on this machine"
+    if backend == "triton":
+        return "cpu", f"{where}: correctness checked with the Triton interpreter, timing not measured"
+    return "cpu", f"{where}: correctness checked on the CPU, timing not measured"
+
+
+def _env(device: str, backend: str, threads: int | None, workdir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        AGENTKERN_CPP_CACHE=str(cache_dir("cpp")),
+        TORCH_EXTENSIONS_DIR=str(cache_dir("torch_extensions")),
+        TRITON_CACHE_DIR=str(cache_dir("triton")),
+        PYTHONDONTWRITEBYTECODE="1",
+        TMPDIR=str(workdir),
+    )
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    if backend == "triton" and device == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # must be set before the candidate's @triton.jit runs
+    return env
+
+
+def _flush_bytes(target: Target, device: str) -> int:
+    if device == "cuda":
+        return max(GPU_FLUSH_BYTES, int(2 * (target.l2_mb or 0) * 2**20))
+    return int(2 * (target.l3_mb or target.l2_mb or 32) * 2**20)
+
+
+def _workdir(solution_path: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    key = sha256_text(str(solution_path), secrets.token_hex(4))[:8]
+    return home() / "evals" / f"{stamp}-{solution_path.stem}-{key}"
+
+
+def evaluate(
+    problem: str | Path,
+    solution: str | Path,
+    target: str = "cpu",
+    options: EvalOptions | None = None,
+    keep_workdir: bool = False,
+) -> EvalResult:
+    opts = options or EvalOptions()
+    prob = load_problem(str(problem))
+    sol = load_solution(solution)
+    tgt = T.get_target(target)
+    backend = detect_backend(sol.source)
+    device, timing = _plan(tgt, backend)
+    base = {"backend": backend, "target": tgt.name, "device": device, "problem": str(prob.path), "solution": str(sol.path)}
+
+    try:
+        compile(sol.source, str(sol.path), "exec")  # parsing runs nothing
+    except SyntaxError as exc:
+        return EvalResult("compile_error", False, error=f"SyntaxError: line {exc.lineno}: {exc.msg}", details=base)
+    try:
+        check_source(sol.source, sol.tree)
+    except Rejected as rej:
+        return EvalResult("rejected", False, error=f"{rej.code}: {rej.message}", details={**base, "rejected_because": rej.code, "check": "static"})
+
+    if backend == "cuda" and device == "cpu":
+        from agentkern.harness.cuda_check import compile_check
+
+        return compile_check(sol, tgt, base, opts)
+
+    seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
+    request = {
+        "problem_path": str(prob.path),
+        "solution_path": str(sol.path),
+        "backend": backend,
+        "device": device,
+        "timing": timing,
+        "options": asdict(opts),
+        # Fresh seeds per evaluation unless pinned: a candidate cannot precompute answers for them.
+        "seeds": [seed + i for i in range(opts.trials)],
+        "timing_seed": seed + 10_000,
+        "flush_bytes": _flush_bytes(tgt, device),
+    }
+    workdir = _workdir(sol.path)
+    limits = {"compile_timeout_s": opts.compile_timeout_s, "run_timeout_s": opts.run_timeout_s, "memory_limit_gb": opts.memory_limit_gb}
+    outcome = run_worker(request, workdir, _env(device, backend, opts.threads, workdir), limits)
+    if outcome.result is None:
+        status, error = describe_death(outcome, limits)
+        result = EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log, "workdir": str(workdir)})
+    else:
+        raw = outcome.result
+        details = {**base, **raw.get("details", {})}
+        result = EvalResult(
+            raw["status"], bool(raw.get("correct")), speedup=raw.get("speedup"),
+            reference_ms=raw.get("reference_ms"), kernel_ms=raw.get("kernel_ms"),
+            error=one_line(raw.get("error")), details=details,
+        )
+        if result.status != "ok":
+            details["log_tail"] = outcome.log
+        _add_roofline(result, tgt, device)
+    result.details["wall_s"] = round(outcome.wall_s, 3)
+    if not keep_workdir and result.status == "ok":
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        result.details["workdir"] = str(workdir)
+    return result
+
+
+def _add_roofline(result: EvalResult, target: Target, device: str) -> None:
+    work = result.details.get("work")
+    if not work:
+        return
+    bound_ms = T.roofline_ms(target, work["flops"], work["bytes"], work["dtype"])
+    result.details["roofline_bound_ms"] = bound_ms
+    result.details["bound"] = _bound_kind(target, work)
+    if result.kernel_ms and bound_ms > 0:
+        result.roofline_fraction = bound_ms / result.kernel_ms
+        if result.kernel_ms < bound_ms:
+            # Faster than the hardware allows: a measurement or a cheat, never a result to celebrate.
+            result.details["suspicious"] = (
+                f"{result.kernel_ms:.4g} ms beats the {target.name} roofline bound of {bound_ms:.4g} ms"
+            )
+
+
+def _bound_kind(target: Target, work: dict) -> str:
+    compute_ms = T.roofline_ms(target, work["flops"], 0.0, work["dtype"])
+    memory_ms = T.roofline_ms(target, 0.0, work["bytes"], work["dtype"])
+    return "compute" if compute_ms >= memory_ms else "memory"

@@ -1,0 +1,142 @@
+"""Run one evaluation in a fresh child process, with limits on compile time, run time and memory.
+
+The child is a new interpreter (`python -m agentkern.harness.worker`, i.e. spawn, never fork) in its own
+session, so a hang or a runaway compiler is killed with its whole process group. Memory is watched from
+here (resident set of the group), not with RLIMIT_AS, which would break CUDA's large virtual mappings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentkern.helpers import atomic_write_json, one_line, tail
+
+POLL_S = 0.02
+
+
+@dataclass
+class SandboxOutcome:
+    result: dict | None  # what the worker wrote, if it finished
+    returncode: int | None
+    killed_for: str | None  # "compile_timeout", "run_timeout", "memory"
+    phase: str
+    wall_s: float
+    log: str
+
+
+def _group_rss_bytes(pgid: int) -> int:
+    """Resident memory of every process in the group (the worker and any compiler it started)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:  # field 5 of stat: process group
+                continue
+            total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # field 24: rss in pages
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def run_worker(request: dict, workdir: Path, env: dict[str, str], limits: dict[str, float]) -> SandboxOutcome:
+    workdir.mkdir(parents=True, exist_ok=True)
+    request = {**request, "result_path": str(workdir / "result.json"), "phase_path": str(workdir / "phase")}
+    request_path = workdir / "request.json"
+    atomic_write_json(request_path, request)
+    log_path = workdir / "worker.log"
+    start = time.monotonic()
+    phase_started = start
+    phase = "start"
+    killed_for = None
+    mem_limit = limits["memory_limit_gb"] * 2**30
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentkern.harness.worker", str(request_path)],
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # own process group: killpg reaches compilers and stray children
+        )
+        try:
+            while proc.poll() is None:
+                time.sleep(POLL_S)
+                now_phase = _read(workdir / "phase") or phase
+                if now_phase != phase:
+                    phase, phase_started = now_phase, time.monotonic()
+                limit = limits["compile_timeout_s"] if phase in ("start", "import", "compile") else limits["run_timeout_s"]
+                if time.monotonic() - phase_started > limit:
+                    killed_for = "compile_timeout" if phase in ("start", "import", "compile") else "run_timeout"
+                elif _group_rss_bytes(proc.pid) > mem_limit:
+                    killed_for = "memory"
+                if killed_for:
+                    _kill_group(proc)
+                    break
+        except BaseException:
+            _kill_group(proc)  # Ctrl-C in the parent must not leave a worker behind
+            raise
+        # The worker may have left children (a compiler, a daemon) in its group.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    result = None
+    result_path = workdir / "result.json"
+    if result_path.exists() and killed_for is None:
+        try:
+            result = json.loads(result_path.read_text())
+        except json.JSONDecodeError:
+            result = None
+    return SandboxOutcome(
+        result=result,
+        returncode=proc.returncode,
+        killed_for=killed_for,
+        phase=_read(workdir / "phase") or phase,
+        wall_s=time.monotonic() - start,
+        log=tail(log_path.read_text(errors="replace")),
+    )
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def describe_death(outcome: SandboxOutcome, limits: dict[str, float]) -> tuple[str, str]:
+    """Status and one-line error for a worker that left no result."""
+    if outcome.killed_for == "compile_timeout":
+        return "timeout", f"compilation/import took longer than {limits['compile_timeout_s']:g} s"
+    if outcome.killed_for == "run_timeout":
+        return "timeout", f"running took longer than {limits['run_timeout_s']:g} s (phase: {outcome.phase})"
+    if outcome.killed_for == "memory":
+        return "crashed", f"exceeded the memory limit of {limits['memory_limit_gb']:g} GiB"
+    rc = outcome.returncode
+    if rc is not None and rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return "crashed", f"worker died with {name} during {outcome.phase}"
+    last = one_line(outcome.log.strip().splitlines()[-1] if outcome.log.strip() else None)
+    return "crashed", f"worker exited with code {rc} during {outcome.phase} without a verdict" + (f": {last}" if last else "")

@@ -1,0 +1,83 @@
+"""The sandboxed side of an evaluation: `python -m agentkern.harness.worker REQUEST.json`.
+
+Started by sandbox.py as a fresh interpreter (spawn, never fork) with its own build directory. It loads
+the problem and the candidate, checks correctness over several seeded trials with every guard armed,
+times both sides, and writes RESULT.json. Whatever the candidate does (raise, crash, hang, eat memory),
+the parent still reaches a verdict: a crash leaves no result file, a hang hits the parent's timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import traceback
+import types
+from pathlib import Path
+
+from agentkern.helpers import atomic_write_json, one_line, tail
+
+
+class Phase:
+    """Tells the parent which limit applies: compile (loading the candidate) or run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def enter(self, name: str) -> None:
+        self.path.write_text(name)
+
+
+def load_module(path: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module  # dataclasses, pickling and Triton's JIT look modules up here
+    source = Path(path).read_text()
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def _is_compile_failure(exc: BaseException) -> bool:
+    from subprocess import CalledProcessError
+
+    from agentkern.native import CompileError
+
+    if isinstance(exc, (SyntaxError, CompileError, CalledProcessError, ImportError)):
+        return True
+    name = type(exc).__name__
+    return name in {"CompilationError", "CompileTimeAssertionFailure"} or "Error building extension" in str(exc)
+
+
+def main(request_path: str) -> int:
+    request = json.loads(Path(request_path).read_text())
+    result_path = Path(request["result_path"])
+    phase = Phase(Path(request["phase_path"]))
+    phase.enter("import")
+    try:
+        if request.get("mode") == "cuda_sources":
+            from agentkern.harness.cuda_check import capture_cuda_sources
+
+            result = capture_cuda_sources(request)
+        else:
+            from agentkern.harness.session import EvalSession
+
+            result = EvalSession(request, phase).run()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - everything the candidate throws, sys.exit too, is a verdict
+        result = {
+            "status": "compile_error" if _is_compile_failure(exc) else "runtime_error",
+            "correct": False,
+            "error": one_line(f"{type(exc).__name__}: {exc}"),
+            "details": {"traceback": tail(traceback.format_exc())},
+        }
+    atomic_write_json(result_path, result)
+    sys.stdout.flush()
+    # Skip interpreter teardown: a candidate's leftover threads or atexit hooks must not hang the exit.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    random.seed()
+    main(sys.argv[1])

@@ -1,0 +1,100 @@
+"""Find and validate problem and solution files (KernelBench format) without running them.
+
+The parent process never imports a problem or a solution: both are checked here by parsing, and only the
+sandboxed worker executes them.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentkern.config import dataset_dir
+from agentkern.errors import UserError
+
+PROBLEM_NAMES = ("Model", "get_inputs", "get_init_inputs")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    source: str
+    tree: ast.Module
+
+
+def problem_dir() -> Path:
+    return dataset_dir() / "problems"
+
+
+def known_problems() -> list[str]:
+    return sorted(p.stem for p in problem_dir().glob("*.py") if not p.name.startswith("_"))
+
+
+def resolve_problem(op_or_path: str) -> Path:
+    """An op name (`softmax`) resolves to kernels_dataset/problems/softmax.py; a path is taken as is."""
+    path = Path(op_or_path).expanduser()
+    if path.suffix == ".py" or path.exists() or "/" in op_or_path:
+        if not path.is_file():
+            raise UserError(f"problem file not found: {op_or_path}")
+        return path.resolve()
+    candidate = problem_dir() / f"{op_or_path}.py"
+    if candidate.is_file():
+        return candidate.resolve()
+    names = ", ".join(known_problems()) or "(none shipped)"
+    raise UserError(f"unknown problem '{op_or_path}': not a file, and not one of: {names}")
+
+
+def _parse(path: Path, what: str) -> SourceFile:
+    if not path.is_file():
+        raise UserError(f"{what} file not found: {path}")
+    try:
+        source = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read {what} file {path}: {exc}") from None
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        if what == "problem":
+            raise UserError(f"problem file {path} is not valid Python: line {exc.lineno}: {exc.msg}") from None
+        # A candidate with a syntax error is a verdict (compile_error), not bad input: keep an empty tree.
+        tree = ast.Module(body=[], type_ignores=[])
+    return SourceFile(path=path.resolve(), source=source, tree=tree)
+
+
+def top_level_names(tree: ast.Module) -> set[str]:
+    """Names a module defines at top level: classes, functions, assignments and imports."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def load_problem(op_or_path: str) -> SourceFile:
+    problem = _parse(resolve_problem(op_or_path), "problem")
+    missing = [n for n in PROBLEM_NAMES if n not in top_level_names(problem.tree)]
+    if missing:
+        raise UserError(
+            f"{problem.path} is not a KernelBench problem: it lacks {', '.join(missing)} "
+            "(a problem defines class Model(nn.Module), get_inputs() and get_init_inputs())"
+        )
+    return problem
+
+
+def load_solution(path: str | Path) -> SourceFile:
+    solution = _parse(Path(path).expanduser(), "solution")
+    # A file that failed to parse keeps an empty tree; look for the class in the text instead, so that a
+    # candidate with a syntax error still gets its compile_error verdict.
+    has_model_new = "ModelNew" in top_level_names(solution.tree) or (
+        not solution.tree.body and "class ModelNew" in solution.source
+    )
+    if not has_model_new:
+        raise UserError(f"{solution.path} defines no ModelNew (a solution is a Python file with class ModelNew)")
+    return solution

@@ -1,0 +1,45 @@
+"""Human-readable rendering of results (the --json form is EvalResult.to_json)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from agentkern.types import EvalResult
+
+STYLE = {"ok": "bold green", "incorrect": "bold yellow", "rejected": "bold red", "unverified": "bold cyan"}
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g} ms"
+
+
+def print_eval(console: Console, result: EvalResult) -> None:
+    d = result.details
+    style = STYLE.get(result.status, "bold red")
+    console.print(f"[{style}]{result.status}[/]  {d.get('backend', '?')} kernel on {d.get('target', '?')} ({d.get('device', '?')})", highlight=False)
+    if result.error:
+        console.print(f"  {result.error}", highlight=False)
+    if result.correct:
+        console.print(f"  correct over {d.get('trials', '?')} trials (seeds {d.get('seeds', [])}), max abs diff {d.get('max_abs_diff', 0):.3g}", highlight=False)
+    timing = d.get("timing") or {}
+    if "unavailable" in timing:
+        console.print(f"  timing: {timing['unavailable']}", highlight=False)
+    elif result.kernel_ms is not None:
+        ref, ker = timing["reference"], timing["kernel"]
+        console.print(
+            f"  reference {_ms(result.reference_ms)} (p10-p90 {ref['p10_ms']:.4g}-{ref['p90_ms']:.4g})   "
+            f"kernel {_ms(result.kernel_ms)} (p10-p90 {ker['p10_ms']:.4g}-{ker['p90_ms']:.4g})   "
+            f"{ker['calls']} calls each, {timing['mode']} mode",
+            highlight=False,
+        )
+        console.print(f"  [bold]speedup {result.speedup:.2f}x[/]", highlight=False)
+    if result.roofline_fraction is not None:
+        console.print(
+            f"  roofline: {result.roofline_fraction:.1%} of the {d.get('bound', '?')}-bound limit "
+            f"({d.get('roofline_bound_ms', 0):.4g} ms)",
+            highlight=False,
+        )
+    if d.get("suspicious"):
+        console.print(f"  [bold red]suspicious:[/] {d['suspicious']}", highlight=False)
+    if d.get("workdir"):
+        console.print(f"  sandbox folder: {d['workdir']}", highlight=False)

@@ -1,0 +1,43 @@
+"""Every cheating kernel in tests/cheats must be rejected with its reason; every broken kernel in
+tests/broken must get its verdict (crash, hang, syntax error, OOM, ...) without taking the harness down."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, fast_options, read_expectation
+
+CHEATS = sorted((ROOT / "tests" / "cheats").glob("*.py"))
+BROKEN = sorted((ROOT / "tests" / "broken").glob("*.py"))
+
+
+def _evaluate(path: Path):
+    from agentkern.harness import evaluate
+
+    problem, status, code = read_expectation(path)
+    if code == "side_stream":
+        pytest.skip("side streams exist only on a GPU; see tests/test_gpu.py")
+    # Hangs are cut short so the suite stays fast; the limit itself is what is under test.
+    opts = fast_options(run_timeout_s=8, compile_timeout_s=60, memory_limit_gb=3)
+    return evaluate(problem, path, "cpu", opts), status, code
+
+
+def test_corpus_is_not_empty():
+    assert len(CHEATS) >= 18 and len(BROKEN) >= 10
+
+
+@pytest.mark.parametrize("path", CHEATS, ids=lambda p: p.stem)
+def test_cheat_is_rejected(path):
+    result, status, code = _evaluate(path)
+    assert status == "rejected"
+    assert result.status == "rejected", f"{path.name}: {result.status}: {result.error}"
+    assert result.details.get("rejected_because") == code, result.error
+    assert result.correct is False and result.speedup is None
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=lambda p: p.stem)
+def test_broken_kernel_gets_its_verdict(path):
+    result, status, _ = _evaluate(path)
+    assert result.status == status, f"{path.name}: {result.status}: {result.error}"
+    assert result.correct is False
+    assert result.error and "\n" not in result.error

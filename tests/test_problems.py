@@ -1,0 +1,56 @@
+import pytest
+
+from agentkern.errors import UserError
+from agentkern.problems import known_problems, load_problem, load_solution, resolve_problem
+
+
+def test_op_names_resolve_to_shipped_problems():
+    assert {"softmax", "matmul", "layernorm", "relu", "sum_rows"} <= set(known_problems())
+    assert resolve_problem("softmax").name == "softmax.py"
+
+
+def test_a_path_is_taken_as_is(tmp_path):
+    p = tmp_path / "mine.py"
+    p.write_text("import torch\nclass Model: pass\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n")
+    assert resolve_problem(str(p)) == p.resolve()
+    assert load_problem(str(p)).path == p.resolve()
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("def get_inputs(): return []\n", "lacks Model, get_init_inputs"),
+        ("class Model(:\n", "not valid Python"),
+    ],
+)
+def test_a_file_that_is_not_a_problem_is_bad_input(tmp_path, text, message):
+    p = tmp_path / "bad.py"
+    p.write_text(text)
+    with pytest.raises(UserError, match=message.replace("(", r"\(")):
+        load_problem(str(p))
+
+
+def test_unknown_op_lists_the_known_ones():
+    with pytest.raises(UserError, match="unknown problem 'softmaxx'.*softmax"):
+        resolve_problem("softmaxx")
+
+
+def test_missing_files_are_bad_input(tmp_path):
+    with pytest.raises(UserError, match="not found"):
+        resolve_problem(str(tmp_path / "nope.py"))
+    with pytest.raises(UserError, match="not found"):
+        load_solution(tmp_path / "nope.py")
+
+
+def test_solution_without_model_new_is_bad_input(tmp_path):
+    p = tmp_path / "sol.py"
+    p.write_text("class Model: pass\n")
+    with pytest.raises(UserError, match="defines no ModelNew"):
+        load_solution(p)
+
+
+def test_solution_with_syntax_error_is_not_bad_input(tmp_path):
+    # A broken candidate is a verdict (compile_error), so loading it must not raise.
+    p = tmp_path / "sol.py"
+    p.write_text("class ModelNew(nn.Module:\n    pass\n")
+    assert load_solution(p).source.startswith("class ModelNew")
