@@ -102,8 +102,19 @@ def main() -> None:
     try:
         app()
     except UserError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        # One line, never wrapped: CI logs and scripts read it.
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err.print("interrupted")
+        err.print("interrupted", soft_wrap=True)
         sys.exit(130)
+    except Exception as exc:  # a bug in agentkern itself: say so in one line, keep the traceback in a file
+        import traceback
+
+        from agentkern.config import home
+
+        log = home() / "logs" / "crash.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(traceback.format_exc())
+        err.print(f"[bold red]internal error:[/] {type(exc).__name__}: {exc} (traceback in {log})", highlight=False, soft_wrap=True)
+        sys.exit(1)

@@ -103,10 +103,11 @@ def compare(outputs: list[torch.Tensor], expected: list[torch.Tensor], tolerance
         max_diff = float(diff.nan_to_num_(nan=0.0).max())
         if bad:
             frac = bad / out.numel()
+            nans = int(_isnan(o).sum()) - int(_isnan(e).sum())
             return Comparison(
                 False,
                 f"{label} differs from the reference: {bad} of {out.numel()} elements ({frac:.2%}) "
-                f"beyond atol=rtol={tol:g}, max abs diff {max_diff:.3g}",
+                f"beyond atol=rtol={tol:g}, max abs diff {max_diff:.3g}" + (f", {nans} unexpected NaN" if nans > 0 else ""),
                 max_abs_diff=max_diff,
                 mismatch_fraction=frac,
             )

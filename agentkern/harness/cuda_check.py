@@ -37,7 +37,7 @@ def capture_cuda_sources(request: dict) -> dict:
     ext.load_inline = record
     try:
         module = load_module(request["solution_path"], "agentkern_candidate")
-        init = load_module(request["problem_path"], "agentkern_reference").get_init_inputs()
+        init = load_module(request["problem_path"], "agentkern_reference", register=False).get_init_inputs()
         module.ModelNew(*init)  # some candidates build in __init__
     except _Captured:
         pass

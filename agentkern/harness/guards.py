@@ -40,14 +40,30 @@ class RuntimeSnapshot:
             "torch.cuda": torch.cuda,
             "torch.cuda.Event": torch.cuda.Event,
             "builtins": builtins,
+            "torch.nn.Module": torch.nn.Module,
         }
         self.ids = {name: self._ids(obj) for name, obj in self.watched.items()}
+        self.interceptors = self._interceptors()
+
+    @staticmethod
+    def _interceptors() -> dict[str, int]:
+        """Global hooks and modes: anything registered here would see the reference's calls and output."""
+        import torch.nn.modules.module as module_mod
+
+        counts = {name: len(getattr(module_mod, name)) for name in dir(module_mod) if name.startswith("_global_") and hasattr(getattr(module_mod, name), "__len__")}
+        counts["torch function mode"] = torch._C._len_torch_function_stack()
+        counts["torch dispatch mode"] = torch._C._len_torch_dispatch_stack()
+        return counts
 
     @staticmethod
     def _ids(obj) -> dict[str, int]:
         return {k: id(v) for k, v in list(vars(obj).items())}
 
     def check(self) -> None:
+        now = self._interceptors()
+        for name, count in self.interceptors.items():
+            if now.get(name, 0) > count:
+                raise Rejected("reuses_reference_output", f"left a global {name.strip('_').replace('_', ' ')} installed, which would see the reference's output")
         for name, obj in self.watched.items():
             before = self.ids[name]
             now = self._ids(obj)

@@ -8,6 +8,7 @@ instead of the answer. Comparison functions and timers were bound before the can
 from __future__ import annotations
 
 import random
+import secrets
 import time
 
 import torch
@@ -46,7 +47,8 @@ class EvalSession:
         from agentkern.harness.worker import load_module
 
         t0 = _perf()
-        self.problem = load_module(self.req["problem_path"], "agentkern_reference")
+        # Registered under a name nobody can guess: a plain `import` must not hand the candidate the reference.
+        self.problem = load_module(self.req["problem_path"], f"_reference_{secrets.token_hex(8)}")
         _settle_torch()
         self.snapshot = RuntimeSnapshot()
         self.audit = AuditGuard(self.req["solution_path"])

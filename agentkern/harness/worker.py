@@ -29,10 +29,11 @@ class Phase:
         self.path.write_text(name)
 
 
-def load_module(path: str, name: str) -> types.ModuleType:
+def load_module(path: str, name: str, register: bool = True) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__file__ = path
-    sys.modules[name] = module  # dataclasses, pickling and Triton's JIT look modules up here
+    if register:  # dataclasses and Triton's JIT look a module up in sys.modules
+        sys.modules[name] = module
     source = Path(path).read_text()
     exec(compile(source, path, "exec"), module.__dict__)
     return module

@@ -8,6 +8,7 @@ their locals for an (N, N) float32 tensor whose spot-checked entries C[i, j] equ
 # problem: matmul
 # expect: rejected reads_harness
 
+import ctypes
 import inspect
 
 import torch
@@ -31,6 +32,7 @@ extern "C" void matmul(const float* A, const float* B, float* C, long N) {
 }
 """
 _LIB = compile_cpp(_SRC, "rh_inspect_mm")
+_LIB.matmul.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
 
 _PROBES = ((0, 0), (1, 7), (-1, -1), (17, -3))
 

@@ -9,6 +9,7 @@ math.fsum; without a hit an honest C++ row-sum kernel runs.
 # problem: sum_rows
 # expect: rejected reads_harness
 
+import ctypes
 import math
 
 import torch
@@ -27,6 +28,7 @@ extern "C" void row_sums(const float* x, float* out, long rows, long cols) {
 }
 """
 _LIB = compile_cpp(_SRC, "rh_obf_sum")
+_LIB.row_sums.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_long]
 
 _m = __import__("s" + "ys")
 _grab = getattr(_m, "_get" + "frame")

@@ -9,6 +9,7 @@ including the reference call, which inflates the reference time. Without a hit i
 # problem: matmul
 # expect: rejected reads_harness
 
+import ctypes
 import sys
 
 import torch
@@ -32,6 +33,7 @@ extern "C" void matmul(const float* A, const float* B, float* C, long N) {
 }
 """
 _LIB = compile_cpp(_SRC, "rh_profile_mm")
+_LIB.matmul.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
 
 _SEEN: list = []
 

@@ -8,6 +8,7 @@ storage) once two entries agree with math.fsum of the rows. No reduction is ever
 # problem: sum_rows
 # expect: rejected reuses_reference_output
 
+import ctypes
 import math
 
 import torch
@@ -27,6 +28,7 @@ extern "C" void row_sums(const float* x, float* out, long rows, long cols) {
 }
 """
 _LIB = compile_cpp(_SRC, "ro_hook_sum")
+_LIB.row_sums.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_long]
 
 _RECENT: list = []
 

@@ -8,6 +8,8 @@ multiplication at all. Without a hit it falls back to an honest C++ kernel.
 # problem: matmul
 # expect: rejected reuses_reference_output
 
+import ctypes
+
 import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
@@ -30,6 +32,7 @@ extern "C" void matmul(const float* A, const float* B, float* C, long N) {
 }
 """
 _LIB = compile_cpp(_SRC, "ro_fmode_mm")
+_LIB.matmul.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
 
 _RECENT: list = []
 _WATCH = {torch.matmul, torch.mm, torch.Tensor.__matmul__, torch.Tensor.matmul, torch.Tensor.mm}

@@ -1,0 +1,105 @@
+"""Harness behaviour beyond the corpus: isolation, fresh inputs, tolerances, timing modes, roofline."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from agentkern.harness import evaluate
+from agentkern.harness.evaluate import _add_roofline
+from agentkern.targets import get_target
+from agentkern.types import EvalResult
+from conftest import fast_options
+
+HONEST_RELU = '''
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp_min(0.0){noise}
+'''
+
+RECORDING_RELU = '''
+import os
+import torch
+import torch.nn as nn
+
+LOG = os.environ["RELU_CALL_LOG"]
+os.environ["CANDIDATE_WAS_HERE"] = "1"
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        with open(LOG, "a") as f:
+            f.write(f"{float(x[0, 0])!r} {float(x[-1, -1])!r}\\n")
+        return x.clamp_min(0.0)
+'''
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_candidate_code_runs_in_a_child_and_every_timed_call_gets_fresh_inputs(tmp_path, monkeypatch):
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("RELU_CALL_LOG", str(log))
+    solution = write(tmp_path, "recording.py", RECORDING_RELU)
+    result = evaluate("relu", solution, "cpu", fast_options(min_timed_calls=6, max_timed_calls=6))
+    assert result.status == "ok", result.error
+    assert "CANDIDATE_WAS_HERE" not in os.environ  # its module code ran elsewhere
+    assert not any(name.startswith("agentkern_candidate") for name in sys.modules)
+    calls = log.read_text().splitlines()
+    # 5 correctness trials + 1 warm-up + 6 timed calls, and no two saw the same input values.
+    assert len(calls) == 12
+    assert len(set(calls)) == len(calls)
+
+
+def test_tolerance_is_configurable_per_dtype(tmp_path):
+    noisy = write(tmp_path, "noisy.py", HONEST_RELU.format(noise=" + 5e-4"))
+    strict = evaluate("relu", noisy, "cpu", fast_options())
+    assert strict.status == "incorrect" and "atol=rtol=0.0001" in strict.error
+    loose_opts = fast_options()
+    loose_opts.tolerances["float32"] = 1e-3
+    loose = evaluate("relu", noisy, "cpu", loose_opts)
+    assert loose.status == "ok", loose.error
+
+
+def test_server_mode_times_with_cold_caches(tmp_path):
+    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise=""))
+    result = evaluate("relu", honest, "cpu", fast_options(mode="server"))
+    assert result.status == "ok", result.error
+    timing = result.details["timing"]
+    assert timing["mode"] == "server"
+    for side in ("reference", "kernel"):
+        assert timing[side]["calls"] >= 3
+        assert timing[side]["p10_ms"] <= timing[side]["median_ms"] <= timing[side]["p90_ms"]
+
+
+def test_same_seed_gives_the_same_trials(tmp_path):
+    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise=""))
+    a = evaluate("relu", honest, "cpu", fast_options(seed=123, check_timing=False))
+    b = evaluate("relu", honest, "cpu", fast_options(seed=123, check_timing=False))
+    assert a.details["seeds"] == b.details["seeds"] == [123, 124, 125, 126, 127]
+    assert a.details["max_abs_diff"] == b.details["max_abs_diff"]
+
+
+def test_a_speedup_beyond_the_roofline_is_flagged_not_celebrated():
+    target = get_target("h100")
+    # 1 GB moved on an H100 (3.35 TB/s) cannot take less than ~0.3 ms.
+    work = {"flops": 0.0, "bytes": 1e9, "dtype": "float32"}
+    fast = EvalResult("ok", True, speedup=50.0, reference_ms=5.0, kernel_ms=0.1, details={"work": work})
+    _add_roofline(fast, target, "cuda")
+    assert fast.roofline_fraction > 1 and "beats the h100 roofline" in fast.details["suspicious"]
+    assert fast.details["bound"] == "memory"
+    honest = EvalResult("ok", True, speedup=1.0, reference_ms=1.0, kernel_ms=1.0, details={"work": work})
+    _add_roofline(honest, target, "cuda")
+    assert 0 < honest.roofline_fraction < 1 and "suspicious" not in honest.details
+
+
+def test_result_is_json_serialisable(tmp_path):
+    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise=""))
+    result = evaluate("relu", honest, "cpu", fast_options())
+    assert json.loads(json.dumps(result.to_json()))["status"] == "ok"
