@@ -32,7 +32,7 @@ os.environ["CANDIDATE_WAS_HERE"] = "1"
 class ModelNew(nn.Module):
     def forward(self, x):
         with open(LOG, "a") as f:
-            f.write(f"{float(x[0, 0])!r} {float(x[-1, -1])!r}\\n")
+            f.write(f"{x.data_ptr()} {float((x.double().flatten() * torch.arange(x.numel())).sum())!r}\\n")
         return x.clamp_min(0.0)
 '''
 
@@ -51,10 +51,12 @@ def test_candidate_code_runs_in_a_child_and_every_timed_call_gets_fresh_inputs(t
     assert result.status == "ok", result.error
     assert "CANDIDATE_WAS_HERE" not in os.environ  # its module code ran elsewhere
     assert not any(name.startswith("agentkern_candidate") for name in sys.modules)
-    calls = log.read_text().splitlines()
+    calls = [line.split() for line in log.read_text().splitlines()]
     # 5 correctness trials + 1 warm-up + 6 timed calls, and no two saw the same input values.
     assert len(calls) == 12
-    assert len(set(calls)) == len(calls)
+    assert len({checksum for _, checksum in calls}) == 12
+    # Trials 1 and 2 deliberately reuse trial 0's buffer (with new contents) to expose caches.
+    assert calls[0][0] == calls[1][0] == calls[2][0]
 
 
 def test_tolerance_is_configurable_per_dtype(tmp_path):
