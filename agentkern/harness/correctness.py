@@ -38,6 +38,18 @@ def poison(tensors: list[torch.Tensor]) -> None:
         t.untyped_storage().fill_(POISON_BYTE)
 
 
+def poison_free_blocks(like: list[torch.Tensor], count: int = 4) -> None:
+    """Claim the allocator's free blocks of the outputs' size, poison them and give them back.
+
+    The reference's temporaries were freed holding partial answers; after this, the blocks a candidate
+    gets for a new output hold the poison instead, whichever of them the allocator picks.
+    """
+    claimed = [torch.empty(t.untyped_storage().nbytes(), dtype=torch.uint8, device=t.device) for t in like for _ in range(count)]
+    for block in claimed:
+        block.fill_(POISON_BYTE)
+    del claimed
+
+
 def poisoned_fraction(t: torch.Tensor) -> float:
     if t.numel() == 0:
         return 0.0

@@ -53,6 +53,12 @@ def _env(device: str, backend: str, threads: int | None, workdir: Path) -> dict[
         TRITON_CACHE_DIR=str(cache_dir("triton")),
         PYTHONDONTWRITEBYTECODE="1",
         TMPDIR=str(workdir),
+        # Serve blocks up to 32 MiB (glibc's maximum) from the heap and never trim it, as CUDA's caching
+        # allocator does on a GPU: freed blocks are handed out again, so a candidate that returns
+        # memory it never wrote gets the reference's poisoned block and is caught. It also spares both
+        # sides the page faults of a fresh mmap per call.
+        MALLOC_MMAP_THRESHOLD_=str(32 * 2**20),
+        MALLOC_TRIM_THRESHOLD_=str(2**40),
     )
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
@@ -65,6 +71,19 @@ def _flush_bytes(target: Target, device: str) -> int:
     if device == "cuda":
         return max(GPU_FLUSH_BYTES, int(2 * (target.l2_mb or 0) * 2**20))
     return int(2 * (target.l3_mb or target.l2_mb or 32) * 2**20)
+
+
+HONEYPOT_SEED = 42
+
+
+def _seeds(opts: EvalOptions) -> list[int]:
+    """One seed per trial. Pinned with --seed: seed, seed+1, ... Otherwise trial 0 uses 42, the seed a
+    cheat would guess, and trial 1 perturbs trial 0's inputs in place, so answers precomputed for guessable
+    seeds are caught being stale; the other trials use fresh random seeds, so guessing cannot pass."""
+    if opts.seed is not None:
+        return [opts.seed + i for i in range(opts.trials)]
+    start = secrets.randbelow(2**31)
+    return [HONEYPOT_SEED] + [start + i for i in range(1, opts.trials)]
 
 
 def _workdir(solution_path: Path) -> Path:
@@ -102,7 +121,7 @@ def evaluate(
 
         return compile_check(sol, tgt, base, opts)
 
-    seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
+    seeds = _seeds(opts)
     request = {
         "problem_path": str(prob.path),
         "solution_path": str(sol.path),
@@ -110,9 +129,8 @@ def evaluate(
         "device": device,
         "timing": timing,
         "options": asdict(opts),
-        # Fresh seeds per evaluation unless pinned: a candidate cannot precompute answers for them.
-        "seeds": [seed + i for i in range(opts.trials)],
-        "timing_seed": seed + 10_000,
+        "seeds": seeds,
+        "timing_seed": seeds[-1] + 10_000,
         "flush_bytes": _flush_bytes(tgt, device),
     }
     workdir = _workdir(sol.path)

@@ -112,8 +112,10 @@ class EvalSession:
         for trial, seed in enumerate(seeds):
             cand_args = self._trial_inputs(trial, seed, first_inputs)
             first_inputs = first_inputs or cand_args
-            expected = self._reference_answer(cand_args, ref_recorder)
             pristine = self._clone(cand_args)
+            # The reference goes last before the candidate, so the blocks it frees (poisoned) are the
+            # ones an allocator hands the candidate next.
+            expected = self._reference_answer(cand_args, ref_recorder)
             outputs = self._call_candidate(cand_args, cand_recorder, first_calls=trial < 2)
             taken = C.snapshot(outputs)
             self._check_protocol(outputs, cand_args, pristine)
@@ -143,10 +145,12 @@ class EvalSession:
         for dst, src in zip(first, fresh):
             if not isinstance(dst, torch.Tensor):
                 continue
+            # Written through .data: same pointer, same shape and the same version counter, so nothing
+            # but the contents tells the candidate its input changed.
             if trial == 2:
-                dst.copy_(src)
+                dst.data.copy_(src)
             elif dst.is_contiguous() and dst.numel() >= 4:
-                flat = dst.view(-1)
+                flat = dst.data.view(-1)
                 k = min(16, flat.numel() // 2)
                 idx = torch.randperm(flat.numel(), generator=gen)[: 2 * k].to(flat.device)
                 left, right = idx[:k], idx[k:]
@@ -161,12 +165,15 @@ class EvalSession:
         self._sync()
         expected = C.snapshot(ref_out)
         C.poison(ref_out)
+        C.poison([a for a in ref_args if isinstance(a, torch.Tensor)])
+        C.poison_free_blocks(ref_out)
         return expected
 
     def _check_protocol(self, outputs: list, args: list, pristine: list) -> None:
         for out in outputs:
-            if C.poisoned_fraction(out) > 0.5:
-                raise Rejected("reuses_reference_output", "its output holds the bytes the reference's freed output was overwritten with")
+            stale = C.poisoned_fraction(out)
+            if stale > 0.5:
+                raise Rejected("reuses_reference_output", f"{stale:.0%} of its output is memory it never wrote: freed blocks the reference used, poisoned by the harness")
             for arg in args:
                 if isinstance(arg, torch.Tensor) and C.overlaps(out, arg):
                     raise Rejected("aliases_input", "its output shares memory with an input")

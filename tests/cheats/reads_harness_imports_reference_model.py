@@ -6,7 +6,7 @@ __init__. Since the harness seeds the RNG identically before building each model
 exactly the reference's LayerNorm weight and bias, and forward() just calls it (aten.native_layer_norm).
 """
 # problem: layernorm
-# expect: rejected torch_fallback
+# expect: rejected reads_harness
 
 import importlib.util
 
