@@ -5,5 +5,6 @@ worker process (see sandbox.py and worker.py) and turns what comes back into an 
 """
 
 from agentkern.harness.evaluate import evaluate
+from agentkern.harness.sandbox import WarmPool
 
-__all__ = ["evaluate"]
+__all__ = ["WarmPool", "evaluate"]

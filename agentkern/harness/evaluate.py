@@ -18,7 +18,7 @@ from agentkern import targets as T
 from agentkern.config import cache_dir, home
 from agentkern.errors import UserError
 from agentkern.harness.rejections import Rejected
-from agentkern.harness.sandbox import describe_death, run_worker
+from agentkern.harness.sandbox import WarmPool, describe_death, run_worker
 from agentkern.harness.static_checks import check_source, detect_backend
 from agentkern.helpers import one_line, sha256_text
 from agentkern.problems import load_problem, load_solution
@@ -98,7 +98,10 @@ def evaluate(
     target: str = "cpu",
     options: EvalOptions | None = None,
     keep_workdir: bool = False,
+    pool: WarmPool | None = None,
 ) -> EvalResult:
+    """Judge `solution` against `problem` on `target`. Pass a WarmPool when evaluating many candidates in
+    a row: each still runs in a fresh process, but one that finished its imports beforehand."""
     opts = options or EvalOptions()
     prob = load_problem(str(problem))
     sol = load_solution(solution)
@@ -135,7 +138,7 @@ def evaluate(
     }
     workdir = _workdir(sol.path)
     limits = {"compile_timeout_s": opts.compile_timeout_s, "run_timeout_s": opts.run_timeout_s, "memory_limit_gb": opts.memory_limit_gb}
-    outcome = run_worker(request, workdir, _env(device, backend, opts.threads, workdir), limits)
+    outcome = run_worker(request, workdir, _env(device, backend, opts.threads, workdir), limits, pool)
     if outcome.result is None:
         status, error = describe_death(outcome, limits)
         result = EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log, "workdir": str(workdir)})
@@ -151,6 +154,7 @@ def evaluate(
             details["log_tail"] = outcome.log
         _add_roofline(result, tgt, device)
     result.details["wall_s"] = round(outcome.wall_s, 3)
+    result.details["warm_worker"] = outcome.warm
     if not keep_workdir and result.status == "ok":
         shutil.rmtree(workdir, ignore_errors=True)
     else:

@@ -3,12 +3,17 @@
 The child is a new interpreter (`python -m agentkern.harness.worker`, i.e. spawn, never fork) in its own
 session, so a hang or a runaway compiler is killed with its whole process group. Memory is watched from
 here (resident set of the group), not with RLIMIT_AS, which would break CUDA's large virtual mappings.
+
+Importing torch costs ~1.5 s, more than the rest of an evaluation. A WarmPool keeps one spare worker
+that has done its imports and waits for a request: still one fresh process per evaluation (the spare is
+used once, then replaced), without paying the import inside the evaluation.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +34,7 @@ class SandboxOutcome:
     phase: str
     wall_s: float
     log: str
+    warm: bool = False
 
 
 def _group_rss_bytes(pgid: int) -> int:
@@ -56,49 +62,113 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def run_worker(request: dict, workdir: Path, env: dict[str, str], limits: dict[str, float]) -> SandboxOutcome:
+def _spawn(args: list[str], cwd: Path, env: dict[str, str], log_path: Path, stdin) -> subprocess.Popen:
+    with open(log_path, "w") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "agentkern.harness.worker", *args],
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # own process group: killpg reaches compilers and stray children
+        )
+
+
+# Variables a worker reads when it starts (OpenMP and malloc read theirs at load time): a spare worker
+# serves only requests whose values match. The rest (TMPDIR, TRITON_INTERPRET) go in the request.
+SPAWN_TIME_VARS = ("OMP_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "AGENTKERN_CPP_CACHE", "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")
+PER_REQUEST_VARS = ("TMPDIR", "TRITON_INTERPRET")
+
+
+class WarmPool:
+    """One spare worker, imports done, waiting on stdin for the path of its request."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.spare: tuple[subprocess.Popen, Path, tuple] | None = None
+
+    @staticmethod
+    def _key(env: dict[str, str]) -> tuple:
+        return tuple(env.get(name) for name in SPAWN_TIME_VARS)
+
+    def take(self, env: dict[str, str]) -> tuple[subprocess.Popen, Path] | None:
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        proc, log_path, key = spare
+        if key != self._key(env) or proc.poll() is not None:
+            _kill_group(proc)
+            return None
+        return proc, log_path
+
+    def refill(self, env: dict[str, str]) -> None:
+        if self.spare is not None:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        log_path = self.root / f"spare-{time.monotonic_ns()}.log"
+        env = {k: v for k, v in env.items() if k not in PER_REQUEST_VARS}
+        proc = _spawn(["--warm"], self.root, env, log_path, subprocess.PIPE)
+        self.spare = (proc, log_path, self._key(env))
+
+    def close(self) -> None:
+        if self.spare is not None:
+            _kill_group(self.spare[0])
+            self.spare = None
+
+
+def run_worker(
+    request: dict, workdir: Path, env: dict[str, str], limits: dict[str, float], pool: WarmPool | None = None
+) -> SandboxOutcome:
     workdir.mkdir(parents=True, exist_ok=True)
-    request = {**request, "result_path": str(workdir / "result.json"), "phase_path": str(workdir / "phase")}
+    request = {
+        **request,
+        "result_path": str(workdir / "result.json"),
+        "phase_path": str(workdir / "phase"),
+        "env": {k: env[k] for k in PER_REQUEST_VARS if k in env},
+        "cwd": str(workdir),
+    }
     request_path = workdir / "request.json"
     atomic_write_json(request_path, request)
-    log_path = workdir / "worker.log"
     start = time.monotonic()
     phase_started = start
     phase = "start"
     killed_for = None
     mem_limit = limits["memory_limit_gb"] * 2**30
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "agentkern.harness.worker", str(request_path)],
-            cwd=workdir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group: killpg reaches compilers and stray children
-        )
-        try:
-            while proc.poll() is None:
-                time.sleep(POLL_S)
-                now_phase = _read(workdir / "phase") or phase
-                if now_phase != phase:
-                    phase, phase_started = now_phase, time.monotonic()
-                limit = limits["compile_timeout_s"] if phase in ("start", "import", "compile") else limits["run_timeout_s"]
-                if time.monotonic() - phase_started > limit:
-                    killed_for = "compile_timeout" if phase in ("start", "import", "compile") else "run_timeout"
-                elif _group_rss_bytes(proc.pid) > mem_limit:
-                    killed_for = "memory"
-                if killed_for:
-                    _kill_group(proc)
-                    break
-        except BaseException:
-            _kill_group(proc)  # Ctrl-C in the parent must not leave a worker behind
-            raise
-        # The worker may have left children (a compiler, a daemon) in its group.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    warm = pool.take(env) if pool is not None else None
+    if warm is not None:
+        proc, log_path = warm
+        proc.stdin.write(f"{request_path}\n".encode())
+        proc.stdin.close()
+    else:
+        log_path = workdir / "worker.log"
+        proc = _spawn([str(request_path)], workdir, env, log_path, subprocess.DEVNULL)
+    try:
+        while proc.poll() is None:
+            time.sleep(POLL_S)
+            now_phase = _read(workdir / "phase") or phase
+            if now_phase != phase:
+                phase, phase_started = now_phase, time.monotonic()
+            limit = limits["compile_timeout_s"] if phase in ("start", "import", "compile") else limits["run_timeout_s"]
+            if time.monotonic() - phase_started > limit:
+                killed_for = "compile_timeout" if phase in ("start", "import", "compile") else "run_timeout"
+            elif _group_rss_bytes(proc.pid) > mem_limit:
+                killed_for = "memory"
+            if killed_for:
+                _kill_group(proc)
+                break
+    except BaseException:
+        _kill_group(proc)  # Ctrl-C in the parent must not leave a worker behind
+        raise
+    # The worker may have left children (a compiler, a daemon) in its group.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if warm is not None:  # keep the log with the evaluation it belongs to
+        log_path = Path(shutil.move(log_path, workdir / "worker.log"))
+    if pool is not None:
+        pool.refill(env)  # after the evaluation, so the spare's imports never overlap a timing phase
     result = None
     result_path = workdir / "result.json"
     if result_path.exists() and killed_for is None:
@@ -113,6 +183,7 @@ def run_worker(request: dict, workdir: Path, env: dict[str, str], limits: dict[s
         phase=_read(workdir / "phase") or phase,
         wall_s=time.monotonic() - start,
         log=tail(log_path.read_text(errors="replace")),
+        warm=warm is not None,
     )
 
 

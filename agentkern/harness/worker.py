@@ -50,8 +50,20 @@ def _is_compile_failure(exc: BaseException) -> bool:
     return name in {"CompilationError", "CompileTimeAssertionFailure"} or "Error building extension" in str(exc)
 
 
+def wait_for_request() -> str | None:
+    """A spare worker: do the slow imports now, then wait for the parent to send a request's path."""
+    import torch  # noqa: F401
+
+    import agentkern.harness.session  # noqa: F401
+
+    line = sys.stdin.readline().strip()
+    return line or None  # EOF: the parent went away without using us
+
+
 def main(request_path: str) -> int:
     request = json.loads(Path(request_path).read_text())
+    os.environ.update(request.get("env", {}))  # a spare worker learns TMPDIR, TRITON_INTERPRET here
+    os.chdir(request.get("cwd", "."))
     result_path = Path(request["result_path"])
     phase = Phase(Path(request["phase_path"]))
     phase.enter("import")
@@ -81,4 +93,7 @@ def main(request_path: str) -> int:
 
 if __name__ == "__main__":
     random.seed()
-    main(sys.argv[1])
+    path = wait_for_request() if sys.argv[1] == "--warm" else sys.argv[1]
+    if path is None:
+        os._exit(0)
+    main(path)

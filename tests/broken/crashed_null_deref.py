@@ -18,6 +18,6 @@ class ModelNew(nn.Module):
         self._out_ptr = 0  # "forgot" to allocate
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = ctypes.cast(self._out_ptr, ctypes.POINTER(ctypes.c_float))
-        out[0] = 1.0  # write through NULL -> SIGSEGV
+        # (indexing a NULL ctypes.POINTER raises ValueError; from_address does no such check)
+        ctypes.c_float.from_address(self._out_ptr).value = 1.0  # write through NULL -> SIGSEGV
         return x

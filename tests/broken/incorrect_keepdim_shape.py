@@ -12,7 +12,6 @@ import torch.nn as nn
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        self.register_buffer("ones", torch.ones(1024, 1), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.mm(x, self.ones[: x.shape[1]])  # (rows, 1)
+        return x.double().cumsum(dim=-1)[:, -1:].float()  # BUG: (rows, 1), should be [:, -1]
