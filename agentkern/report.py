@@ -20,7 +20,9 @@ def print_eval(console: Console, result: EvalResult) -> None:
     if result.error:
         console.print(f"  {result.error}", highlight=False)
     if result.correct:
-        console.print(f"  correct over {d.get('trials', '?')} trials (seeds {d.get('seeds', [])}), max abs diff {d.get('max_abs_diff', 0):.3g}", highlight=False)
+        seeds = d.get("seeds") or []
+        shown = ", ".join(str(s) for s in seeds[:2]) + (", ..." if len(seeds) > 2 else "")
+        console.print(f"  correct over {d.get('trials', '?')} trials (seeds {shown}), max abs diff {d.get('max_abs_diff', 0):.3g}", highlight=False)
     timing = d.get("timing") or {}
     if "unavailable" in timing:
         console.print(f"  timing: {timing['unavailable']}", highlight=False)

@@ -111,6 +111,35 @@ class WarmPool:
         proc = _spawn(["--warm"], self.root, env, log_path, subprocess.PIPE)
         self.spare = (proc, log_path, self._key(env))
 
+    def wait_ready(self, timeout_s: float = 30.0) -> bool:
+        """Block until the spare has finished its imports (for callers with idle time to spend)."""
+        from agentkern.harness.worker import READY_LINE
+
+        deadline = time.monotonic() + timeout_s
+        while self.spare is not None and time.monotonic() < deadline:
+            proc, log_path, _ = self.spare
+            if proc.poll() is not None:
+                return False
+            if READY_LINE in log_path.read_text(errors="replace"):
+                return True
+            time.sleep(POLL_S)
+        return False
+
+    def _signal(self, sig: int) -> None:
+        if self.spare is not None:
+            try:
+                os.killpg(self.spare[0].pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def pause(self) -> None:
+        """Stop the spare while an evaluation times its calls: on a small machine its imports would
+        compete with the kernel for cores."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+
     def close(self) -> None:
         if self.spare is not None:
             _kill_group(self.spare[0])
@@ -143,12 +172,16 @@ def run_worker(
     else:
         log_path = workdir / "worker.log"
         proc = _spawn([str(request_path)], workdir, env, log_path, subprocess.DEVNULL)
+    if pool is not None:
+        pool.refill(env)  # the next evaluation's worker imports torch while this one loads and checks
     try:
         while proc.poll() is None:
             time.sleep(POLL_S)
             now_phase = _read(workdir / "phase") or phase
             if now_phase != phase:
                 phase, phase_started = now_phase, time.monotonic()
+                if pool is not None and phase == "timing":
+                    pool.pause()
             limit = limits["compile_timeout_s"] if phase in ("start", "import", "compile") else limits["run_timeout_s"]
             if time.monotonic() - phase_started > limit:
                 killed_for = "compile_timeout" if phase in ("start", "import", "compile") else "run_timeout"
@@ -159,7 +192,12 @@ def run_worker(
                 break
     except BaseException:
         _kill_group(proc)  # Ctrl-C in the parent must not leave a worker behind
+        if pool is not None:
+            pool.close()
         raise
+    finally:
+        if pool is not None:
+            pool.resume()
     # The worker may have left children (a compiler, a daemon) in its group.
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -167,8 +205,6 @@ def run_worker(
         pass
     if warm is not None:  # keep the log with the evaluation it belongs to
         log_path = Path(shutil.move(log_path, workdir / "worker.log"))
-    if pool is not None:
-        pool.refill(env)  # after the evaluation, so the spare's imports never overlap a timing phase
     result = None
     result_path = workdir / "result.json"
     if result_path.exists() and killed_for is None:

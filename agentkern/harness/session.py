@@ -271,6 +271,7 @@ class EvalSession:
         result = {**verdict, "details": self.details}
         self.details["work"] = self._work()
         if verdict["correct"] and self.req["timing"] == "measure" and self.opts["check_timing"]:
+            self.phase.enter("timing")
             t2 = _perf()
             try:
                 timing = self._time()

@@ -19,6 +19,9 @@ from pathlib import Path
 from agentkern.helpers import atomic_write_json, one_line, tail
 
 
+READY_LINE = "agentkern-worker: imports done, waiting for a request"
+
+
 class Phase:
     """Tells the parent which limit applies: compile (loading the candidate) or run."""
 
@@ -50,12 +53,26 @@ def _is_compile_failure(exc: BaseException) -> bool:
     return name in {"CompilationError", "CompileTimeAssertionFailure"} or "Error building extension" in str(exc)
 
 
+def _die_with_parent() -> None:
+    """A spare may sit stopped (SIGSTOP) while the parent times a kernel; if the parent dies then, the
+    kernel's SIGKILL still reaches it, so no stopped orphan is left behind."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def wait_for_request() -> str | None:
     """A spare worker: do the slow imports now, then wait for the parent to send a request's path."""
+    _die_with_parent()
     import torch  # noqa: F401
 
     import agentkern.harness.session  # noqa: F401
 
+    print(READY_LINE, flush=True)
     line = sys.stdin.readline().strip()
     return line or None  # EOF: the parent went away without using us
 

@@ -54,9 +54,10 @@ __global__ void relu_scalar_kernel(const scalar_t* __restrict__ x, scalar_t* __r
 }
 """
 
-# Host launcher (PyTorch C++ API).
+# Host launcher (ATen C++ API; no Python headers needed in the .cu unit, the bindings live in the .cpp one).
 CUDA_HOST = r"""
-#include <torch/extension.h>
+#include <torch/types.h>
+#include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -74,7 +75,7 @@ torch::Tensor relu_forward(torch::Tensor x) {
     TORCH_CHECK(x.is_cuda(), "relu_cuda: expected a CUDA tensor");
     const c10::cuda::CUDAGuard guard(x.device());
     auto xc = x.contiguous();
-    auto y = torch::empty_like(xc, at::MemoryFormat::Contiguous);
+    auto y = at::empty_like(xc, at::MemoryFormat::Contiguous);
     const int64_t n = xc.numel();
     if (n == 0) return y;
     constexpr int threads = 256;
