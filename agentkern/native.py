@@ -25,6 +25,10 @@ from agentkern.helpers import sha256_text
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC")
 
 
+# How many libraries this process has built: the harness tells a build's g++ from a kernel's own children.
+BUILDS = 0
+
+
 class CompileError(RuntimeError):
     """The compiler rejected the kernel; the message carries its diagnostics."""
 
@@ -54,6 +58,8 @@ def compile_cpp(
     flags = DEFAULT_FLAGS + tuple(extra_flags)
     lib_path = library_path(source, name, flags, cxx)
     if not lib_path.exists():
+        global BUILDS
+        BUILDS += 1
         _build(source, lib_path, flags, cxx)
     # RTLD_LOCAL keeps two candidates' symbols apart when both are loaded into one process.
     return ctypes.CDLL(str(lib_path), mode=os.RTLD_LOCAL)

@@ -11,6 +11,7 @@ Runs only in the worker: it imports torch.
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import sysconfig
 import threading
@@ -227,18 +228,53 @@ def native_thread_count() -> int:
         return threading.active_count()
 
 
+def _children_usage() -> tuple[float, int]:
+    """CPU time and page faults of this process's reaped children: they grow when a call forks."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime, usage.ru_minflt
+
+
+def _live_children() -> list[int]:
+    me = str(os.getpid())
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[1] == me:
+                        found.append(int(pid))
+            except (OSError, IndexError):
+                continue
+    return found
+
+
 class ThreadWatch:
-    """Threads alive after a call that were not alive before it."""
+    """Threads and processes a call leaves behind, or started and reaped while it ran."""
 
     def __init__(self) -> None:
         self.python_before: set[int] = set()
         self.native_before = 0
+        self.children_before = (0.0, 0)
+        self.builds_before = 0
 
     def before(self) -> None:
+        from agentkern import native
+
         self.python_before = {t.ident for t in threading.enumerate()}
         self.native_before = native_thread_count()
+        self.children_before = _children_usage()
+        self.builds_before = native.BUILDS
 
     def after(self, allow_native_growth: bool) -> None:
+        from agentkern import native
+
+        # Processes: a fork from native code raises no audit event, but its child shows up here, alive
+        # or reaped. A kernel's first calls may run a JIT's compiler (ptxas), and compile_cpp its g++.
+        if not allow_native_growth and native.BUILDS == self.builds_before:
+            if _live_children():
+                raise Rejected("forbidden_call", "the call left a child process running")
+            if _children_usage() != self.children_before:
+                raise Rejected("forbidden_call", "the call started (and reaped) child processes")
         new = [t for t in threading.enumerate() if t.ident not in self.python_before and t.is_alive()]
         if new:
             raise Rejected("background_work", f"thread {new[0].name!r} is still running after the call returned")

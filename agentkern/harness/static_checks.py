@@ -47,6 +47,9 @@ FORBIDDEN_ATTRIBUTES = {
     "is_in_torch_dispatch_mode": "reads_harness",
     "addaudithook": "reads_harness",
     "pythonapi": "reads_harness",
+    "PYFUNCTYPE": "reads_harness",  # native code handing Python objects (frames) back
+    "py_object": "reads_harness",
+    "PyDLL": "reads_harness",
     "system": "forbidden_call",
     "popen": "forbidden_call",
     "fork": "forbidden_call",
@@ -62,6 +65,11 @@ PATCHABLE_ROOTS = {"time", "torch", "numpy", "np", "builtins", "triton"}
 # Threads started from native code outlive the call just like Python ones.
 NATIVE_THREAD = re.compile(r"std::thread|std::jthread|std::async|pthread_create")
 CUDA_STREAM = re.compile(r"cudaStreamCreate|cudaStreamNonBlocking|getStreamFromPool")
+# Native code that starts processes escapes every Python-level guard (and the thread-count contract).
+NATIVE_PROCESS = re.compile(r"\b(v?fork|posix_spawnp?|execv[pe]?|execl[pe]?|system|popen)\s*\(")
+# Python's C API from a kernel (PyEval_GetFrame, ...), or ctypes handing Python objects to native code:
+# the way to walk the harness's frames without a single Python-level tell.
+PYTHON_C_API = re.compile(r"\b_?Py[A-Z_][A-Za-z_]*\s*\(|\bdlsym\s*\(")
 
 
 def detect_backend(source: str) -> str:
@@ -104,6 +112,15 @@ def _dotted(node: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
+def _native_text(tree: ast.Module) -> str:
+    """The candidate's string literals, where its C++/CUDA source lives, without docstrings: prose that
+    mentions fork() or a file system (ext4) is not code. Python calls are the AST checks' business."""
+    prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    return "\n".join(
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in prose
+    )
+
+
 def check_source(source: str, tree: ast.Module) -> None:
     """Raise Rejected for the first forbidden construct found in the candidate's source."""
     aliases = _module_aliases(tree)
@@ -141,9 +158,16 @@ def check_source(source: str, tree: ast.Module) -> None:
                 root = _root_name(target)
                 if isinstance(target, ast.Attribute) and root and aliases.get(root) in PATCHABLE_ROOTS:
                     raise Rejected("patches_runtime", f"assigns {_dotted(target)} (line {node.lineno})")
-    match = NATIVE_THREAD.search(source)
+    native = _native_text(tree)
+    match = PYTHON_C_API.search(native)
+    if match:
+        raise Rejected("reads_harness", f"reaches into the Python interpreter from native code ({match.group(0).strip()})")
+    match = NATIVE_PROCESS.search(native)
+    if match:
+        raise Rejected("forbidden_call", f"native code starts a process ({match.group(0).strip()})")
+    match = NATIVE_THREAD.search(native)
     if match:
         raise Rejected("background_work", f"native code starts a thread ({match.group(0)})")
-    match = CUDA_STREAM.search(source)
+    match = CUDA_STREAM.search(native)
     if match:
         raise Rejected("side_stream", f"native code creates a CUDA stream ({match.group(0)})")

@@ -3,44 +3,48 @@ SGEMM in C++ (OpenMP + AVX2/FMA): cache blocking, packing and a 6x16 register ti
 ==================================================================================
 
 Computes ``C = A @ B`` for float32 ``A`` (M x K) and ``B`` (K x N), any sizes, in the structure of the
-BLIS/GotoBLAS GEMM:
+BLIS/GotoBLAS GEMM.
 
 Algorithm
 ---------
 ::
 
-    for jc in N step NC:                      # NC columns of B: a packed B block lives in L3
-      for pc in K step KC:                    # KC-deep slice: one rank-KC update of C
-        pack B[pc:pc+KC, jc:jc+NC] -> Bp      # all threads, 16-column micro-panels, zero padded
+    for jc in N step NC:                        # NC columns of B
+      for ks in K step KS:                      # KS = 16 * KC rows of B (usually all of K)
+        pack B[ks:ks+KS, jc:jc+NC] -> Bp        # all threads: KC-deep slices of 16-column panels
         barrier
-        for ic in (this thread's rows) step MC:
-          pack A[ic:ic+MC, pc:pc+KC] -> Ap    # per thread, 6-row micro-panels: stays in L2
-          for jr in NC step 16:               # one 16 x KC micro-panel of Bp: stays in L1
-            for ir in MC step 6:
-              C[ir:ir+6, jr:jr+16] (+)= Ap[ir] @ Bp[jr]     # micro-kernel
+        parallel for ic in M step MC (dynamic): # row blocks handed out one at a time
+          for pc in KS step KC:                 # one rank-KC update of this row block
+            pack A[ic:ic+MC, pc:pc+KC] -> Ap    # per thread, 6-row micro-panels: stays in L2
+            for jr in NC step 16:               # one 16 x KC micro-panel of Bp: stays in L1
+              for ir in MC step 6:
+                C[ir:ir+6, jr:jr+16] (+)= Ap[ir] @ Bp[pc][jr]     # micro-kernel
         barrier
 
 The **micro-kernel** keeps a 6 x 16 tile of C in 12 AVX registers for the whole KC loop. Each step ``k``
-loads two vectors of the packed B row (16 floats), broadcasts the 6 packed A values one by one and issues 12
-FMAs: 192 flops for 8 loads. 12 accumulators + 2 B vectors + 1 broadcast = 15 of the 16 ymm registers, and
-12 independent FMA chains cover the FMA latency (4 cycles x 2 pipes = 8 needed).
+loads two vectors of the packed B row (16 floats), broadcasts the 6 packed A values one by one and issues
+12 FMAs: 192 flops for 8 loads. 12 accumulators + 2 B vectors + 1 broadcast = 15 of the 16 ymm registers,
+and 12 independent FMA chains cover the FMA latency (4 cycles x 2 pipes = 8 needed).
 
 **Packing** copies each block once into the exact order the micro-kernel reads it (contiguous, 32-byte
 aligned, no strides, no TLB misses), padding edge tiles with zeros so the micro-kernel never branches on
 ``M % 6`` or ``N % 16``; an edge tile is computed into a small buffer and only its valid part is added to C.
 
-**Parallelism**: the 6-row tiles of C are split evenly among the OpenMP threads (one contiguous range of
-rows each, so no two threads write the same C line); the B block is packed cooperatively and shared.
+**Parallelism**: B is packed cooperatively once per (jc, ks) block and shared; the MC-row blocks of C are
+then handed out dynamically (``schedule(dynamic, 1)``), each thread running the whole K loop of its block
+with no barrier inside. Each row block of C belongs to one thread, so no two threads write the same C line,
+and a thread that runs slower (or is descheduled, as happens on a shared VM) simply takes fewer blocks.
 
 Why it is fast
 --------------
-The blocking sizes (MR = 6, NR = 16, KC = 256, MC = 144, NC = 4080: BLIS's choice for Zen) follow the
-cache hierarchy of this Zen 3 core: a 16 x KC B micro-panel (16 KiB) stays in the 32 KiB L1 across all the
-A micro-panels it meets, the MC x KC A block (144 KiB) in the 512 KiB L2, and the KC x NC B block (4 MiB at
-most) in the shared L3. Every element of A and B is then loaded from memory O(1) times per block instead of
-O(N) times, and the micro-kernel runs close to the 2 FMA/cycle peak: alone in L1 it does ~100 GFLOPS on
-one core of this machine, and the whole GEMM reaches ~93 GFLOPS on one core and ~180 GFLOPS on two for
-1024 x 1024 (torch/oneDNN: about the same).
+The blocking sizes follow the cache hierarchy of this Zen 3 core (MR = 6, NR = 16, KC = 256 and NC = 4080
+as in BLIS's Zen configuration): a 16 x KC B micro-panel (16 KiB) stays in the 32 KiB L1 across all the A
+micro-panels it meets, the MC x KC A block (72 KiB) in the 512 KiB L2, and the KC x NC B slice in the
+shared L3. Every element of A and B is then loaded from memory O(1) times per block instead of O(N) times,
+and the micro-kernel runs close to the 2 FMA/cycle peak: alone in L1 it does ~100 GFLOPS on one core of
+this machine, and the whole GEMM ~93 GFLOPS on one core and ~160-180 GFLOPS on two for 1024 x 1024
+(torch, which calls MKL's sgemm here: about the same). MC = 72 (BLIS uses 144) gives 15 row blocks for 1024 rows, enough for the
+dynamic schedule to balance two threads.
 """
 
 import ctypes
@@ -60,8 +64,9 @@ CPP_SOURCE = r"""
 constexpr int64_t MR = 6;     // micro-tile rows
 constexpr int64_t NR = 16;    // micro-tile columns (2 AVX vectors)
 constexpr int64_t KC = 256;   // depth of a packed slice
-constexpr int64_t MC = 144;   // rows of A packed per thread (multiple of MR)
+constexpr int64_t MC = 72;    // rows of A per packed block and per task (multiple of MR)
 constexpr int64_t NC = 4080;  // columns of B packed per block (multiple of NR)
+constexpr int64_t KS = 16 * KC;  // depth of B packed at once (16 slices: at most 64 MiB)
 
 // C[0:6, 0:16] (ldc) = (accumulate ? C : 0) + a @ b, a: kc x 6 packed, b: kc x 16 packed.
 static inline void micro_6x16(int64_t kc, const float* __restrict a, const float* __restrict b,
@@ -150,8 +155,10 @@ extern "C" int sgemm_f32(const float* A, const float* B, float* C, int64_t M, in
         return 0;
     }
     const int64_t nc_max = (N < NC) ? (N + NR - 1) / NR * NR : NC;
-    float* Bp = alloc_floats(KC * nc_max);
+    const int64_t ks_max = (K < KS) ? K : KS;
+    float* Bp = alloc_floats(ks_max * nc_max);  // packed B: a KS x NC block, as KC-deep slices of panels
     if (!Bp) return 1;
+    const int64_t mblocks = (M + MC - 1) / MC;
     int failed = 0;
 
     #pragma omp parallel
@@ -161,41 +168,46 @@ extern "C" int sgemm_f32(const float* A, const float* B, float* C, int64_t M, in
         failed += (Ap == nullptr);
         #pragma omp barrier
         if (!failed) {
-            const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-            // This thread's rows: an even share of the MR-row tiles.
-            const int64_t tiles = (M + MR - 1) / MR;
-            const int64_t per = tiles / nt, extra = tiles % nt;
-            const int64_t t0 = t * per + (t < extra ? t : extra);
-            const int64_t t1 = t0 + per + (t < extra ? 1 : 0);
-            const int64_t row0 = t0 * MR, row1 = (t1 * MR < M) ? t1 * MR : M;
-
             for (int64_t jc = 0; jc < N; jc += NC) {
                 const int64_t nc = (N - jc < NC) ? N - jc : NC;
                 const int64_t npanels = (nc + NR - 1) / NR;
-                for (int64_t pc = 0; pc < K; pc += KC) {
-                    const int64_t kc = (K - pc < KC) ? K - pc : KC;
-                    #pragma omp for schedule(static)
-                    for (int64_t p = 0; p < npanels; ++p) {
-                        const int64_t nr = (nc - p * NR < NR) ? nc - p * NR : NR;
-                        pack_b_panel(kc, nr, B + pc * N + jc + p * NR, N, Bp + p * NR * kc);
-                    }
-                    // (implicit barrier: Bp is complete)
-                    const bool acc = pc > 0;
-                    for (int64_t ic = row0; ic < row1; ic += MC) {
-                        const int64_t mc = (row1 - ic < MC) ? row1 - ic : MC;
-                        pack_a(mc, kc, A + ic * K + pc, K, Ap);
-                        for (int64_t jr = 0; jr < nc; jr += NR) {
-                            const int64_t nr = (nc - jr < NR) ? nc - jr : NR;
-                            const float* bp = Bp + jr * kc;
-                            for (int64_t ir = 0; ir < mc; ir += MR) {
-                                const int64_t mr = (mc - ir < MR) ? mc - ir : MR;
-                                float* c = C + (ic + ir) * N + jc + jr;
-                                if (mr == MR && nr == NR) micro_6x16(kc, Ap + ir * kc, bp, c, N, acc);
-                                else micro_edge(kc, Ap + ir * kc, bp, c, N, mr, nr, acc);
+                for (int64_t ks = 0; ks < K; ks += KS) {
+                    const int64_t ksz = (K - ks < KS) ? K - ks : KS;
+                    const int64_t nslices = (ksz + KC - 1) / KC;
+                    // Pack B[ks:ks+ksz, jc:jc+nc]: slice s (depth kc) holds npanels panels of kc x NR.
+                    #pragma omp for collapse(2) schedule(static)
+                    for (int64_t sl = 0; sl < nslices; ++sl)
+                        for (int64_t p = 0; p < npanels; ++p) {
+                            const int64_t pc = sl * KC, kc = (ksz - pc < KC) ? ksz - pc : KC;
+                            const int64_t nr = (nc - p * NR < NR) ? nc - p * NR : NR;
+                            pack_b_panel(kc, nr, B + (ks + pc) * N + jc + p * NR, N, Bp + pc * nc_max + p * NR * kc);
+                        }
+                    // (implicit barrier: the B block is complete)
+
+                    // Row blocks are handed out dynamically: a thread that is slowed down (or started
+                    // late) does fewer of them, and no barrier waits inside the K loop.
+                    #pragma omp for schedule(dynamic, 1)
+                    for (int64_t ib = 0; ib < mblocks; ++ib) {
+                        const int64_t ic = ib * MC;
+                        const int64_t mc = (M - ic < MC) ? M - ic : MC;
+                        for (int64_t pc = 0; pc < ksz; pc += KC) {
+                            const int64_t kc = (ksz - pc < KC) ? ksz - pc : KC;
+                            const bool acc = ks + pc > 0;
+                            pack_a(mc, kc, A + ic * K + ks + pc, K, Ap);
+                            const float* bslice = Bp + pc * nc_max;
+                            for (int64_t jr = 0; jr < nc; jr += NR) {
+                                const int64_t nr = (nc - jr < NR) ? nc - jr : NR;
+                                const float* bp = bslice + jr * kc;
+                                for (int64_t ir = 0; ir < mc; ir += MR) {
+                                    const int64_t mr = (mc - ir < MR) ? mc - ir : MR;
+                                    float* c = C + (ic + ir) * N + jc + jr;
+                                    if (mr == MR && nr == NR) micro_6x16(kc, Ap + ir * kc, bp, c, N, acc);
+                                    else micro_edge(kc, Ap + ir * kc, bp, c, N, mr, nr, acc);
+                                }
                             }
                         }
                     }
-                    #pragma omp barrier  // everyone is done with Bp before it is repacked
+                    // (implicit barrier: nobody still reads Bp when it is repacked)
                 }
             }
         }

@@ -32,7 +32,8 @@ Why it is fast
 * Two passes, the second from L1: the row comes from memory once.
 * Rows are independent: ``#pragma omp parallel for`` over rows, no synchronisation.
 * The row tail (n not a multiple of 32) goes through the same code with masked loads whose dead lanes hold
-  ``-inf`` (their term is exactly 0) and masked stores.
+  ``-inf`` and masked stores. A ``-inf`` value has the exponent of the clamp (``-1.44e7``), so once
+  scaled to the row's exponent its contribution is exactly 0.
 
 Numerics: max relative error ~4e-6 against ``torch.softmax``. Inputs are clamped to ``[-1e7, 1e7]`` so the
 exponents fit int32: values at or below ``-1e7`` behave as ``-inf`` (term 0), a row that is all ``-inf`` or
@@ -60,7 +61,8 @@ struct ExpParts { __m256 p; __m256i n; };
 
 static inline ExpParts exp_parts(__m256 x) {
     // Clamp keeps n inside int32 arithmetic (|n| <= 1.45e7); NaN passes through (max/min return their
-    // second operand). Values <= -1e7, -inf included, act as -inf: their term is exactly 0. Values >= 1e7
+    // second operand). Values <= -1e7, -inf included, act as -inf: relative to any real row max their
+    // exponent is < -127 below it, so pow2i() zeroes their contribution exactly. Values >= 1e7
     // act as +inf: the row becomes NaN, as torch.softmax makes it (inf - inf).
     x = _mm256_max_ps(_mm256_set1_ps(-1.0e7f), x);
     x = _mm256_min_ps(_mm256_set1_ps(1.0e7f), x);
@@ -144,7 +146,7 @@ static void softmax_row(const float* __restrict x, float* __restrict y, int64_t 
     const int64_t rem = n - nfull;
     __m256i m0 = lane_mask(rem), m1 = lane_mask(rem - 8), m2 = lane_mask(rem - 16), m3 = lane_mask(rem - 24);
     if (rem > 0) {
-        // Dead lanes read as -inf, whose term is exactly 0.
+        // Dead lanes read as -inf (never stored; their share of the sum vanishes at the lane merge).
         const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
         const float* xt = x + nfull;
         block(_mm256_blendv_ps(ninf, _mm256_maskload_ps(xt, m0), _mm256_castsi256_ps(m0)),
