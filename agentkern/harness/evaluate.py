@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -47,6 +48,9 @@ def _plan(target: Target, backend: str) -> tuple[str, str]:
 
 def _env(device: str, backend: str, threads: int | None, workdir: Path) -> dict[str, str]:
     env = dict(os.environ)
+    # load_inline needs ninja, which pip puts beside this interpreter: reachable even when the venv is
+    # not activated (`.venv/bin/agentkern eval ...`).
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.update(
         AGENTKERN_CPP_CACHE=str(cache_dir("cpp")),
         TORCH_EXTENSIONS_DIR=str(cache_dir("torch_extensions")),
