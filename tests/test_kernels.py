@@ -57,3 +57,17 @@ def test_cuda_kernel_without_a_gpu_is_compile_checked_not_run():
         assert "PTX" in result.error or "header" in result.error
     else:
         assert "no nvcc" in result.error
+
+
+def test_cuda_kernel_that_does_not_compile_is_a_compile_error_even_without_a_gpu(tmp_path):
+    from agentkern.harness import evaluate
+    from agentkern.targets import get_target, is_present
+
+    if is_present(get_target("h100")) or not shutil.which("nvcc"):
+        pytest.skip("needs nvcc and no H100 (with one, the GPU tests run the real build)")
+    broken = (SOLUTIONS / "relu_cuda.py").read_text().replace("__global__", "__global__ not_a_type", 1)
+    path = tmp_path / "relu_cuda_broken.py"
+    path.write_text(broken)
+    result = evaluate("relu", path, "h100", fast_options())
+    assert result.status == "compile_error", result.error
+    assert "error" in result.error and "nvcc_log" in result.details

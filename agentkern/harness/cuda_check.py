@@ -46,6 +46,18 @@ def capture_cuda_sources(request: dict) -> dict:
 
 MISSING_HEADER = re.compile(r"fatal error: (\S+): No such file")
 
+# The one header a CPU build of torch lacks for compiling its CUDA headers: CMake generates it, and in a
+# CUDA build it only says how c10_cuda was linked.
+CMAKE_MACROS = "#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n"
+
+
+def _stub_headers(workdir: Path) -> Path:
+    stub = workdir / "stub_include"
+    header = stub / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
+    header.parent.mkdir(parents=True, exist_ok=True)
+    header.write_text(CMAKE_MACROS)
+    return stub
+
 
 def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalResult:
     """Parent side: capture the sources in the sandbox, then nvcc -ptx each for the target's arch."""
@@ -68,7 +80,7 @@ def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalRes
     if not raw["captured"]:
         return EvalResult("unverified", False, error="no load_inline(cuda_sources=...) call found to compile", details=base)
     arch = "sm_" + (target.compute_capability or "8.0").replace(".", "")
-    includes = [f"-I{p}" for p in raw["include_paths"]]
+    includes = [f"-I{p}" for p in raw["include_paths"]] + [f"-I{_stub_headers(workdir)}"]
     checked = []
     for i, unit in enumerate(raw["captured"]):
         src = workdir / f"{unit['name']}_{i}.cu"
