@@ -18,7 +18,7 @@ def _evaluate(path: Path):
     if code == "side_stream":
         pytest.skip("side streams exist only on a GPU; see tests/test_gpu.py")
     # Hangs are cut short so the suite stays fast; the limit itself is what is under test.
-    opts = fast_options(run_timeout_s=8, compile_timeout_s=60, memory_limit_gb=3)
+    opts = fast_options(run_timeout_s=8, compile_timeout_s=20, memory_limit_gb=3)
     return evaluate(problem, path, "cpu", opts), status, code
 
 

@@ -6,7 +6,7 @@ here (resident set of the group), not with RLIMIT_AS, which would break CUDA's l
 
 Importing torch costs ~1.5 s, more than the rest of an evaluation. A WarmPool keeps one spare worker
 that has done its imports and waits for a request: still one fresh process per evaluation (the spare is
-used once, then replaced), without paying the import inside the evaluation.
+used once, then replaced after the evaluation), without paying the import inside the evaluation.
 """
 
 from __future__ import annotations
@@ -125,21 +125,6 @@ class WarmPool:
             time.sleep(POLL_S)
         return False
 
-    def _signal(self, sig: int) -> None:
-        if self.spare is not None:
-            try:
-                os.killpg(self.spare[0].pid, sig)
-            except ProcessLookupError:
-                pass
-
-    def pause(self) -> None:
-        """Stop the spare while an evaluation times its calls: on a small machine its imports would
-        compete with the kernel for cores."""
-        self._signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self._signal(signal.SIGCONT)
-
     def close(self) -> None:
         if self.spare is not None:
             _kill_group(self.spare[0])
@@ -172,16 +157,12 @@ def run_worker(
     else:
         log_path = workdir / "worker.log"
         proc = _spawn([str(request_path)], workdir, env, log_path, subprocess.DEVNULL)
-    if pool is not None:
-        pool.refill(env)  # the next evaluation's worker imports torch while this one loads and checks
     try:
         while proc.poll() is None:
             time.sleep(POLL_S)
             now_phase = _read(workdir / "phase") or phase
             if now_phase != phase:
                 phase, phase_started = now_phase, time.monotonic()
-                if pool is not None and phase == "timing":
-                    pool.pause()
             limit = limits["compile_timeout_s"] if phase in ("start", "import", "compile") else limits["run_timeout_s"]
             if time.monotonic() - phase_started > limit:
                 killed_for = "compile_timeout" if phase in ("start", "import", "compile") else "run_timeout"
@@ -195,9 +176,6 @@ def run_worker(
         if pool is not None:
             pool.close()
         raise
-    finally:
-        if pool is not None:
-            pool.resume()
     # The worker may have left children (a compiler, a daemon) in its group.
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -205,6 +183,10 @@ def run_worker(
         pass
     if warm is not None:  # keep the log with the evaluation it belongs to
         log_path = Path(shutil.move(log_path, workdir / "worker.log"))
+    if pool is not None:
+        # Only now: a spare importing torch during this evaluation would take a core from the kernel
+        # being timed. It imports while the caller works on the next candidate.
+        pool.refill(env)
     result = None
     result_path = workdir / "result.json"
     if result_path.exists() and killed_for is None:

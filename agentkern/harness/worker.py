@@ -54,8 +54,7 @@ def _is_compile_failure(exc: BaseException) -> bool:
 
 
 def _die_with_parent() -> None:
-    """A spare may sit stopped (SIGSTOP) while the parent times a kernel; if the parent dies then, the
-    kernel's SIGKILL still reaches it, so no stopped orphan is left behind."""
+    """A spare waits on its parent; if the parent dies (even by SIGKILL), the kernel kills the spare too."""
     import ctypes
     import signal
 
