@@ -80,6 +80,49 @@ def eval_command(
         print_eval(out, result)
 
 
+@app.command("optimize")
+def optimize_command(
+    problem: Annotated[str, typer.Argument(help="An op name from kernels_dataset (softmax, matmul, ...) or a problem file.")],
+    target: Annotated[str, typer.Option("--target", "-t", help="cpu, a100, h100, h200, l4, l40s, rtx4090, or auto.")] = "auto",
+    backend: Annotated[Optional[str], typer.Option(help="cpp, triton or cuda (default: cpp on a CPU, triton on a GPU).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="A litellm model string (openai/..., anthropic/..., ollama/...); default: the built-in policy.")] = None,
+    api_base: Annotated[Optional[str], typer.Option(help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...).")] = None,
+    max_iters: Annotated[int, typer.Option(min=1, help="Iterations at most.")] = 8,
+    patience: Annotated[int, typer.Option(min=1, help="Stop after this many iterations without a gain of --min-gain.")] = 3,
+    min_gain: Annotated[float, typer.Option(min=0.0, help="Relative gain in speedup@k that counts as progress.")] = 0.01,
+    k: Annotated[Optional[int], typer.Option(min=1, help="speedup@k looks at the first k candidates (default: all).")] = None,
+    beam: Annotated[int, typer.Option(min=1, help="Candidates per iteration.")] = 2,
+    time_budget: Annotated[Optional[float], typer.Option(help="Seconds for the whole run.")] = None,
+    max_cost: Annotated[Optional[float], typer.Option(help="Dollars of model calls at most.")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(help="Model tokens at most.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the built-in policy's search.")] = 0,
+    out_dir: Annotated[Optional[str], typer.Option("--out", help="Folder for the best kernel (default: AGENTKERN_HOME/runs/RUN_ID).")] = None,
+    resume: Annotated[Optional[str], typer.Option(help="Continue a run that was interrupted.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
+) -> None:
+    """Run the planner/coder/compiler/profiler/critic loop and keep the fastest correct kernel."""
+    from agentkern import optimize
+    from agentkern.agents.deps import OptimizeOptions
+    from agentkern.live import progress_for
+
+    opts = OptimizeOptions(problem=problem, target=target, backend=backend, model=model, api_base=api_base,
+                           max_iters=max_iters, patience=patience, min_gain=min_gain, k=k, beam=beam,
+                           time_budget_s=time_budget, max_cost=max_cost, max_tokens=max_tokens, seed=seed, out=out_dir)
+    with progress_for(f"agentkern optimize {problem}", json_out) as progress:
+        result = optimize.run(opts, resume=resume, on_event=progress)
+    if json_out:
+        print(json.dumps(result, indent=2, default=str))
+        return
+    best = result["best"]
+    out.print(f"run {result['run_id']}: {result['iterations']} iterations, {result['candidates']} candidates; "
+              f"stopped: {result['stopped_because']}", highlight=False)
+    if best:
+        out.print(f"[bold green]best {best['speedup']:.2f}x[/] ({best['strategy']}), {best['kernel_ms']:.4g} ms vs "
+                  f"{best['reference_ms']:.4g} ms: {best['path']}", highlight=False)
+    else:
+        out.print("[bold yellow]no correct candidate found[/]", highlight=False)
+
+
 @app.command("targets")
 def targets_command(json_out: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False) -> None:
     """List the hardware targets, their published figures and where each comes from."""

@@ -1,0 +1,65 @@
+"""Critic: turns verdicts, compiler errors and timings into feedback, and applies the stop rule.
+
+speedup@k is the best speedup among the first k evaluated candidates. The run stops when it has not
+improved by at least min_gain for `patience` iterations, or a budget (iterations, time, cost, tokens) runs
+out. A stalled iteration first widens the set of allowed optimisations (the next stage); only at the last
+stage does it count towards patience.
+"""
+
+from __future__ import annotations
+
+from agentkern.search import population
+
+LAST_STAGE = 3
+
+
+def _feedback(records: list[dict]) -> str:
+    lines = []
+    for r in records:
+        if r["status"] == "ok" and r["speedup"] is not None:
+            bound = f", {r['roofline_fraction']:.0%} of the {r['bound']}-bound roofline" if r.get("roofline_fraction") else ""
+            lines.append(f"{r['id']} ({r['strategy']}): correct, {r['speedup']:.2f}x{bound}")
+        elif r["status"] == "ok":
+            lines.append(f"{r['id']} ({r['strategy']}): correct, not timed here")
+        else:
+            lines.append(f"{r['id']} ({r['strategy']}): {r['status']}: {r.get('error') or ''}".rstrip(": "))
+    return "\n".join(lines)
+
+
+def _budget_exhausted(state: dict, deps, iteration: int) -> str | None:
+    o = deps.options
+    if iteration >= o.max_iters:
+        return f"reached --max-iters {o.max_iters}"
+    if o.time_budget_s is not None and deps.clock() - state.get("started", deps.clock()) >= o.time_budget_s:
+        return f"reached --time-budget {o.time_budget_s:g} s"
+    if o.max_cost is not None and state.get("cost_usd", 0.0) >= o.max_cost:
+        return f"reached --max-cost ${o.max_cost:g}"
+    if o.max_tokens is not None and state.get("tokens", 0) >= o.max_tokens:
+        return f"reached --max-tokens {o.max_tokens}"
+    return None
+
+
+def run(state: dict, deps) -> dict:
+    iteration = state["iteration"]
+    candidates = state.get("candidates", [])
+    this_iteration = [c for c in candidates if c["iteration"] == iteration]
+    history = list(state.get("best_history", []))
+    previous = history[-1] if history else 0.0
+    now = population.speedup_at_k(candidates, deps.options.k)
+    history.append(now)
+    gained = now > 0 and (previous == 0 or now >= previous * (1 + deps.options.min_gain))
+    stage, stale = state.get("stage", 1), state.get("stale", 0)
+    if gained:
+        stale = 0
+    elif stage < LAST_STAGE:
+        stage += 1  # widen the search before counting towards patience
+    else:
+        stale += 1
+    stopped = _budget_exhausted(state, deps, iteration)
+    if stopped is None and stale >= deps.options.patience:
+        stopped = f"speedup@k did not improve by {deps.options.min_gain:.0%} for {deps.options.patience} iterations"
+    feedback = _feedback(this_iteration)
+    deps.store.step(deps.run_id, iteration, "critic", f"speedup@k {now:.3f}; stage {stage}; stale {stale}"
+                    + (f"; stop: {stopped}" if stopped else ""), {"feedback": feedback, "speedup_at_k": now})
+    deps.on_event("critic", {"iteration": iteration, "speedup_at_k": now, "stage": stage, "stopped": stopped})
+    return {"best_history": history, "stage": stage, "stale": stale, "feedback": feedback, "stopped_because": stopped}

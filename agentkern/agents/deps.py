@@ -1,0 +1,46 @@
+"""What the nodes need from the outside world, injected by build_graph(deps)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from agentkern.types import EvalOptions, Target
+
+
+@dataclass
+class OptimizeOptions:
+    problem: str
+    target: str = "auto"
+    backend: str | None = None  # cpp | triton | cuda; default from the target
+    model: str | None = None  # litellm model string; None or "builtin": the built-in policy
+    api_base: str | None = None
+    max_iters: int = 8
+    patience: int = 3
+    min_gain: float = 0.01
+    k: int | None = None  # speedup@k looks at the first k candidates; None: all
+    beam: int = 2
+    time_budget_s: float | None = None
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    seed: int = 0
+    out: str | None = None
+
+
+@dataclass
+class Deps:
+    run_id: str
+    options: OptimizeOptions
+    problem_path: Path
+    problem_source: str
+    target: Target
+    backend: str
+    policy: Any  # agentkern.policies: plan(ctx) and write(plan, ctx, beam)
+    evaluate: Callable[..., Any]  # agentkern.harness.evaluate or a fake in tests
+    eval_options: EvalOptions
+    store: Any  # agentkern.traces.RunStore
+    run_dir: Path
+    on_event: Callable[[str, dict], None] = field(default=lambda kind, data: None)
+    clock: Callable[[], float] = time.time

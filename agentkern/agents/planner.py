@@ -1,0 +1,36 @@
+"""Planner: picks the next strategy from the problem, the target, the population and the critic's words."""
+
+from __future__ import annotations
+
+from agentkern.search import population
+
+
+def context(state: dict, deps) -> dict:
+    """What planner and coder see. Built fresh from the state, so it is the same after a resume."""
+    candidates = state.get("candidates", [])
+    return {
+        "iteration": state.get("iteration", 0),
+        "stage": state.get("stage", 1),
+        "elites": population.summary(candidates),
+        "best": population.best(candidates),
+        "tried": [c.get("params") for c in candidates if c.get("params")],
+        "feedback": state.get("feedback", ""),
+        "problem_source": deps.problem_source,
+        "target": deps.target,
+        "backend": deps.backend,
+        "run_id": deps.run_id,
+    }
+
+
+def run(state: dict, deps) -> dict:
+    iteration = state.get("iteration", 0) + 1
+    ctx = context({**state, "iteration": iteration}, deps)
+    plan = deps.policy.plan(ctx)
+    deps.store.step(deps.run_id, iteration, "planner", plan.get("summary", ""), plan)
+    deps.on_event("planner", {"iteration": iteration, "plan": plan})
+    update = {"iteration": iteration, "plan": plan, "drafts": [], "results": []}
+    if "started" not in state:
+        update["started"] = deps.clock()
+    update["tokens"] = state.get("tokens", 0) + plan.get("tokens", 0)
+    update["cost_usd"] = state.get("cost_usd", 0.0) + plan.get("cost_usd", 0.0)
+    return update

@@ -1,0 +1,147 @@
+"""`agentkern optimize`: set up a run (or reopen one), drive the graph, write the best kernel out.
+
+The graph is checkpointed after every node with LangGraph's SQLite checkpointer under AGENTKERN_HOME, keyed
+by the run id: `--resume RUN_ID` continues a killed run from its last finished node, and the run store
+(also SQLite) has every step, model call and candidate written as it happened.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+from agentkern import targets as T
+from agentkern.agents.deps import Deps, OptimizeOptions
+from agentkern.config import home
+from agentkern.errors import UserError
+from agentkern.problems import load_problem
+from agentkern.search import population
+from agentkern.traces import RunStore
+from agentkern.types import EvalOptions
+
+DEFAULT_BACKEND = {"cpu": "cpp", "gpu": "triton"}
+
+
+def new_run_id(problem: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(problem).stem}-{secrets.token_hex(3)}"
+
+
+def open_store() -> RunStore:
+    return RunStore(home() / "runs.db")
+
+
+def _checkpointer():
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    return SqliteSaver(sqlite3.connect(home() / "checkpoints.db", check_same_thread=False))
+
+
+def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: RunStore, run_id: str):
+    from agentkern.models import get_model
+
+    model = get_model(opts.model, opts.api_base)
+    if model is None:
+        from agentkern.builtin.analysis import analyze_problem
+        from agentkern.policies.builtin import BuiltinPolicy
+
+        spec = analyze_problem(problem_path)
+        if not spec.get("family"):
+            raise UserError(f"the built-in model does not recognise this problem ({spec.get('reason')}); "
+                            "use --model with an LLM (e.g. --model openai/gpt-4o)")
+        return BuiltinPolicy(spec, backend, seed=opts.seed)
+    return llm_policy(model, store, run_id)
+
+
+def llm_policy(model, store: RunStore, run_id: str):
+    from agentkern.policies.llm import LLMPolicy
+
+    def record(agent, iteration, prompt, reply, error):
+        store.model_call(run_id, iteration, agent, model.name, prompt, reply.text if reply else None,
+                         getattr(reply, "prompt_tokens", 0), getattr(reply, "completion_tokens", 0),
+                         getattr(reply, "cost_usd", 0.0), getattr(reply, "latency_s", 0.0), error)
+
+    return LLMPolicy(model, record)
+
+
+def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, evaluate=None, on_event=None) -> Deps:
+    problem = load_problem(opts.problem)
+    target = T.get_target(opts.target)
+    backend = opts.backend or DEFAULT_BACKEND[target.kind]
+    if backend not in ("cpp", "triton", "cuda"):
+        raise UserError(f"--backend must be cpp, triton or cuda, not {backend!r}")
+    if backend == "cpp" and target.kind != "cpu":
+        raise UserError("the cpp backend writes CPU kernels: use --target cpu")
+    if backend != "cpp" and target.kind == "cpu":
+        raise UserError(f"the {backend} backend writes GPU kernels: choose a GPU target (e.g. --target h100)")
+    if evaluate is None:
+        from agentkern.harness import WarmPool
+        from agentkern.harness import evaluate as harness_evaluate
+
+        pool = WarmPool(home() / "spares")
+
+        def evaluate(problem_path, path, target_name, options):
+            return harness_evaluate(problem_path, path, target_name, options, pool=pool)
+
+    return Deps(
+        run_id=run_id, options=opts, problem_path=problem.path, problem_source=problem.source, target=target,
+        backend=backend, policy=policy or make_policy(opts, problem.path, backend, store, run_id),
+        evaluate=evaluate, eval_options=EvalOptions(), store=store, run_dir=home() / "runs" / run_id,
+        on_event=on_event or (lambda kind, data: None),
+    )
+
+
+def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=None, on_event=None,
+        checkpointer=None) -> dict:
+    from agentkern.graph import build_graph
+
+    store = open_store()
+    if resume:
+        saved = store.run(resume)
+        if saved is None:
+            raise UserError(f"no run {resume!r} in {store.path}")
+        import json
+
+        opts = OptimizeOptions(**{**json.loads(saved["options"]), **({"out": opts.out} if opts.out else {})})
+    run_id = resume or new_run_id(opts.problem)
+    deps = prepare(opts, store, run_id, policy, evaluate, on_event)
+    if not resume:
+        store.start_run(run_id, str(deps.problem_path), deps.target.name, deps.backend, opts.model or "builtin",
+                        dataclasses.asdict(opts))
+    graph = build_graph(deps, checkpointer or _checkpointer())
+    config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
+    final = graph.invoke(None if resume else {"iteration": 0, "stage": 1, "candidates": []}, config)
+    return finish(deps, final)
+
+
+def finish(deps: Deps, final: dict) -> dict:
+    candidates = final.get("candidates", [])
+    best = population.best(candidates)
+    out_path = None
+    if best:
+        out_dir = Path(deps.options.out) if deps.options.out else deps.run_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        out_path = out_dir / f"best_{Path(deps.problem_path).stem}.py"
+        shutil.copyfile(best["path"], out_path)
+    stopped = final.get("stopped_because") or "finished"
+    deps.store.finish_run(deps.run_id, stopped, best["id"] if best else None)
+    return {
+        "run_id": deps.run_id,
+        "best": None if best is None else {
+            "correct": True, "speedup": best["speedup"], "kernel_ms": best["kernel_ms"],
+            "reference_ms": best["reference_ms"], "path": str(out_path), "strategy": best["strategy"],
+            "candidate": best["id"], "roofline_fraction": best.get("roofline_fraction"),
+        },
+        "iterations": final.get("iteration", 0),
+        "candidates": len(candidates),
+        "correct_candidates": len(population.correct(candidates)),
+        "speedup_history": final.get("best_history", []),
+        "stopped_because": stopped,
+        "tokens": final.get("tokens", 0),
+        "cost_usd": final.get("cost_usd", 0.0),
+        "target": deps.target.name,
+        "backend": deps.backend,
+    }

@@ -1,0 +1,74 @@
+"""The built-in policy: no network, deterministic for a seed.
+
+The problem is recognised once (agentkern.builtin: torch.fx in the sandbox) as a family with attributes;
+candidates are rendered from that family's parametrised template in kernels_dataset/templates/. The planner
+picks a parent among the elites of each strategy family and the coder proposes neighbours: one parameter
+changed, drawn from the parameters the current stage allows (stage 1: tiling and vectorisation; 2: algorithm
+variants and fusion; 3: fine scheduling).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from agentkern.builtin import templates
+
+
+def _key(params: dict) -> str:
+    return json.dumps(params, sort_keys=True)
+
+
+class BuiltinPolicy:
+    def __init__(self, spec: dict, backend: str, seed: int = 0) -> None:
+        self.spec = spec
+        self.family = spec["family"]
+        self.backend = backend
+        self.seed = seed
+
+    def _space(self, stage: int) -> dict[str, list]:
+        return templates.param_space(self.family, self.backend, stage_max=stage)
+
+    def strategy(self, params: dict) -> str:
+        """family:<algorithm choices>/<tiling and scheduling>: the part before '/' is the strategy family."""
+        algorithm = set(self._space(2)) - set(self._space(1))
+        left = ",".join(f"{k}={params[k]}" for k in sorted(algorithm) if k in params) or "base"
+        right = ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in algorithm)
+        return f"{self.family}:{left}/{right}"
+
+    def plan(self, ctx: dict) -> dict:
+        elites = ctx["elites"]
+        if not elites:
+            parent = {"id": None, "params": templates.default_params(self.family, self.backend)}
+        else:
+            # Quality-diversity: mostly the best family, now and then another family's elite.
+            rng = random.Random(f"{self.seed}-plan-{ctx['iteration']}")
+            parent = elites[0] if len(elites) == 1 or rng.random() < 0.7 else rng.choice(elites[1:])
+        return {"summary": f"stage {ctx['stage']}: neighbours of {parent['id'] or 'the defaults'}",
+                "parent": parent["id"], "parent_params": parent["params"], "stage": ctx["stage"]}
+
+    def write(self, plan: dict, ctx: dict, beam: int) -> list[dict]:
+        rng = random.Random(f"{self.seed}-write-{ctx['iteration']}")
+        tried = {_key(p) for p in ctx["tried"]}
+        base = dict(plan["parent_params"])
+        proposals: list[dict] = []
+        if _key(base) not in tried:
+            proposals.append(base)
+        space = self._space(plan["stage"])
+        moves = [(name, value) for name, values in sorted(space.items()) for value in values if base.get(name) != value]
+        rng.shuffle(moves)
+        for name, value in moves:
+            if len(proposals) >= beam:
+                break
+            params = {**base, name: value}
+            if _key(params) not in tried and all(_key(params) != _key(p) for p in proposals):
+                proposals.append(params)
+        drafts = []
+        for params in proposals:
+            try:
+                source, error = templates.render(self.spec, params, self.backend), None
+            except Exception as exc:  # a template that cannot take these parameters: a verdict, not a crash
+                source, error = None, f"template error: {exc}"
+            drafts.append({"strategy": self.strategy(params), "params": params, "parent": plan["parent"],
+                           "source": source, "error": error})
+        return drafts

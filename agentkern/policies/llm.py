@@ -1,0 +1,54 @@
+"""Planner and coder backed by a chat model (any litellm model, or a scripted one in tests).
+
+A reply without usable code (no code block, no ModelNew, truncated, not Python) and a failed call become a
+draft with an error: the compiler records it and the critic's feedback tells the next coder why.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from agentkern import prompts
+from agentkern.models.base import ModelError, NoCodeError, extract_solution
+
+STRATEGY_LINE = re.compile(r"^\s*STRATEGY:\s*(\S+)", re.M)
+
+
+class LLMPolicy:
+    def __init__(self, model, record: Callable[..., None]) -> None:
+        self.model = model
+        self.record = record  # record(agent, iteration, prompt, reply | None, error | None)
+
+    def _ask(self, agent: str, iteration: int, prompt: str) -> tuple[str | None, str | None, int, float]:
+        try:
+            reply = self.model.complete([{"role": "user", "content": prompt}])
+        except ModelError as exc:
+            self.record(agent, iteration, prompt, None, str(exc))
+            return None, str(exc), 0, 0.0
+        self.record(agent, iteration, prompt, reply, None)
+        return reply.text, None, reply.prompt_tokens + reply.completion_tokens, reply.cost_usd
+
+    def plan(self, ctx: dict) -> dict:
+        prompt = prompts.render("planner", **ctx)
+        text, error, tokens, cost = self._ask("planner", ctx["iteration"], prompt)
+        text = text or ""
+        found = STRATEGY_LINE.search(text)
+        strategy = found.group(1) if found else f"llm/{ctx['iteration']}"
+        return {"summary": f"{strategy}" + (f" (planner failed: {error})" if error else ""), "strategy": strategy,
+                "text": text, "tokens": tokens, "cost_usd": cost}
+
+    def write(self, plan: dict, ctx: dict, beam: int) -> list[dict]:
+        drafts = []
+        for j in range(beam):
+            prompt = prompts.render(f"coder_{ctx['backend']}", plan_text=plan.get("text", ""), **ctx)
+            text, error, tokens, cost = self._ask("coder", ctx["iteration"], prompt)
+            source = None
+            if text is not None:
+                try:
+                    source = extract_solution(text)
+                except NoCodeError as exc:
+                    error = f"reply without usable code: {exc}"
+            drafts.append({"strategy": f"{plan['strategy']}/{j}", "source": source, "error": error,
+                           "params": {}, "parent": None, "tokens": tokens, "cost_usd": cost})
+        return drafts

@@ -1,0 +1,23 @@
+"""Jinja2 prompt templates from prompts/: one per agent and backend."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from agentkern.config import project_root
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    return Environment(loader=FileSystemLoader(project_root() / "prompts"), undefined=StrictUndefined,
+                       keep_trailing_newline=True, autoescape=False)
+
+
+def render(name: str, **context) -> str:
+    return _env().get_template(f"{name}.j2").render(**context)
+
+
+def template_names() -> list[str]:
+    return sorted(p.stem for p in (project_root() / "prompts").glob("*.j2"))

@@ -1,0 +1,1 @@
+"""Search over candidates: the quality-diversity population and the stop rule's metrics."""

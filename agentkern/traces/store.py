@@ -1,0 +1,125 @@
+"""SQLite run store under AGENTKERN_HOME, with numbered migrations (simonw/llm's approach).
+
+Rows are written as things happen, so a run that is killed loses nothing it had finished. Candidate rows are
+keyed by (run_id, candidate_id) and written with INSERT OR REPLACE: a node that LangGraph replays after a
+resume rewrites its rows instead of adding them twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+MIGRATIONS: list[str] = [
+    # 1: the first schema
+    """
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY, created REAL, problem TEXT, target TEXT, backend TEXT, model TEXT,
+        options TEXT, status TEXT, stopped_because TEXT, best_candidate TEXT, finished REAL
+    );
+    CREATE TABLE steps (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT, iteration INTEGER, agent TEXT, key TEXT, ts REAL,
+        summary TEXT, payload TEXT, UNIQUE (run_id, iteration, agent, key)
+    );
+    CREATE TABLE model_calls (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT, iteration INTEGER, agent TEXT, ts REAL,
+        model TEXT, prompt TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER,
+        cost_usd REAL, latency_s REAL, error TEXT, retrieved TEXT
+    );
+    CREATE TABLE candidates (
+        run_id TEXT, candidate_id TEXT, iteration INTEGER, strategy TEXT, params TEXT, parent TEXT,
+        path TEXT, status TEXT, correct INTEGER, speedup REAL, kernel_ms REAL, reference_ms REAL,
+        roofline_fraction REAL, predicted INTEGER, error TEXT, verdict TEXT, ts REAL,
+        PRIMARY KEY (run_id, candidate_id)
+    );
+    CREATE INDEX steps_run ON steps (run_id, id);
+    CREATE INDEX calls_run ON model_calls (run_id, id);
+    """,
+]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+class RunStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)  # autocommit
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        self.db.execute("CREATE TABLE IF NOT EXISTS _migrations (number INTEGER PRIMARY KEY, applied REAL)")
+        done = {row[0] for row in self.db.execute("SELECT number FROM _migrations")}
+        for number, sql in enumerate(MIGRATIONS, start=1):
+            if number not in done:
+                self.db.executescript(f"BEGIN; {sql}; INSERT INTO _migrations VALUES ({number}, {time.time()}); COMMIT;")
+
+    # ---- writes --------------------------------------------------------------------------------------
+    def start_run(self, run_id: str, problem: str, target: str, backend: str, model: str, options: dict) -> None:
+        self.db.execute(
+            "INSERT OR IGNORE INTO runs (run_id, created, problem, target, backend, model, options, status) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
+            (run_id, time.time(), problem, target, backend, model, _json(options)),
+        )
+
+    def finish_run(self, run_id: str, stopped_because: str, best_candidate: str | None) -> None:
+        self.db.execute(
+            "UPDATE runs SET status='finished', stopped_because=?, best_candidate=?, finished=? WHERE run_id=?",
+            (stopped_because, best_candidate, time.time(), run_id),
+        )
+
+    def step(self, run_id: str, iteration: int, agent: str, summary: str, payload: dict | None = None,
+             key: str = "") -> None:
+        """One agent step. (run, iteration, agent, key) is unique: a node replayed after a resume replaces
+        its row instead of adding a second one."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO steps (run_id, iteration, agent, key, ts, summary, payload) VALUES (?,?,?,?,?,?,?)",
+            (run_id, iteration, agent, key, time.time(), summary, _json(payload or {})),
+        )
+
+    def model_call(self, run_id: str, iteration: int, agent: str, model: str, prompt: str, reply: str | None,
+                   prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
+                   latency_s: float = 0.0, error: str | None = None, retrieved: list | None = None) -> None:
+        self.db.execute(
+            "INSERT INTO model_calls (run_id, iteration, agent, ts, model, prompt, reply, prompt_tokens, "
+            "completion_tokens, cost_usd, latency_s, error, retrieved) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, iteration, agent, time.time(), model, prompt, reply, prompt_tokens, completion_tokens,
+             cost_usd, latency_s, error, _json(retrieved or [])),
+        )
+
+    def candidate(self, run_id: str, record: dict) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO candidates (run_id, candidate_id, iteration, strategy, params, parent, path, "
+            "status, correct, speedup, kernel_ms, reference_ms, roofline_fraction, predicted, error, verdict, ts) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, record["id"], record["iteration"], record["strategy"], _json(record.get("params", {})),
+             record.get("parent"), record.get("path"), record["status"], int(bool(record.get("correct"))),
+             record.get("speedup"), record.get("kernel_ms"), record.get("reference_ms"),
+             record.get("roofline_fraction"), int(bool(record.get("predicted"))), record.get("error"),
+             _json(record.get("verdict", {})), time.time()),
+        )
+
+    # ---- reads ---------------------------------------------------------------------------------------
+    def run(self, run_id: str) -> dict | None:
+        row = self.db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return dict(row) if row else None
+
+    def candidates(self, run_id: str) -> list[dict]:
+        rows = self.db.execute("SELECT * FROM candidates WHERE run_id=? ORDER BY iteration, candidate_id", (run_id,))
+        return [dict(r) for r in rows]
+
+    def steps(self, run_id: str) -> list[dict]:
+        return [dict(r) for r in self.db.execute("SELECT * FROM steps WHERE run_id=? ORDER BY id", (run_id,))]
+
+    def model_calls(self, run_id: str) -> list[dict]:
+        return [dict(r) for r in self.db.execute("SELECT * FROM model_calls WHERE run_id=? ORDER BY id", (run_id,))]
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,114 @@
+"""The agent graph end to end: stop rule, budgets, checkpoint and resume, with fakes where speed matters."""
+
+import sqlite3
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from agentkern import optimize
+from agentkern.agents.deps import OptimizeOptions
+from agentkern.types import EvalResult
+
+
+class ListPolicy:
+    """Proposes drafts named by a counter; the fake evaluator decides their speedups."""
+
+    def __init__(self):
+        self.n = 0
+
+    def plan(self, ctx):
+        return {"summary": f"plan {ctx['iteration']}", "strategy": "fake"}
+
+    def write(self, plan, ctx, beam):
+        drafts = []
+        for _ in range(beam):
+            self.n += 1
+            drafts.append({"strategy": f"fam{self.n % 2}/v{self.n}", "params": {"n": self.n}, "parent": None,
+                           "source": f"# candidate {self.n}\nclass ModelNew: pass\n", "error": None})
+        return drafts
+
+
+class FakeEvaluate:
+    """Speedups by evaluation order; raises KeyboardInterrupt at call `interrupt_at` to simulate a kill."""
+
+    def __init__(self, speedups, interrupt_at=None):
+        self.speedups = list(speedups)
+        self.calls = []
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, problem_path, path, target_name, options):
+        if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
+            self.interrupt_at = None
+            raise KeyboardInterrupt("killed mid-run")
+        self.calls.append(path.name)
+        s = self.speedups[(len(self.calls) - 1) % len(self.speedups)]
+        if s is None:
+            return EvalResult("incorrect", False, error="output differs", details={})
+        return EvalResult("ok", True, speedup=s, reference_ms=1.0, kernel_ms=1.0 / s, roofline_fraction=0.1 * s,
+                          details={"bound": "memory", "timing": {}})
+
+
+def run_fake(tmp_path, speedups, checkpointer=None, **opts):
+    options = OptimizeOptions(problem="relu", target="cpu", beam=1, **opts)
+    fake = FakeEvaluate(speedups)
+    result = optimize.run(options, policy=ListPolicy(), evaluate=fake,
+                          checkpointer=checkpointer or SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)))
+    return result, fake
+
+
+def test_stops_when_speedup_at_k_stalls_for_patience_iterations(tmp_path):
+    # 1.0, 1.5, then nothing better: stages 2 and 3 are tried first, then patience 2 runs out.
+    result, fake = run_fake(tmp_path, [1.0, 1.5, 1.2, 1.4, 1.1, 1.3, 1.0], max_iters=20, patience=2)
+    assert result["best"]["speedup"] == 1.5 and result["best"]["candidate"] == "002-0"
+    assert "did not improve" in result["stopped_because"]
+    assert result["iterations"] == 6  # 2 gains, 2 stage widenings, 2 stale at the last stage
+    assert result["speedup_history"] == [1.0, 1.5, 1.5, 1.5, 1.5, 1.5]
+
+
+def test_a_small_gain_below_min_gain_is_not_progress(tmp_path):
+    result, _ = run_fake(tmp_path, [1.0, 1.005, 1.009, 1.008, 1.5], max_iters=20, patience=1, min_gain=0.01)
+    # Each step is under 1%: stage 2, stage 3, then patience 1 stops before 1.5 is seen.
+    assert result["best"]["speedup"] == pytest.approx(1.009)
+    assert result["iterations"] == 4
+
+
+def test_max_iters_and_speedup_at_k(tmp_path):
+    result, fake = run_fake(tmp_path, [1.0, 2.0, 3.0], max_iters=3, k=2)
+    assert result["iterations"] == 3 and len(fake.calls) == 3
+    assert result["stopped_because"] == "reached --max-iters 3"
+    assert result["speedup_history"][-1] == 2.0  # speedup@2 ignores the third candidate
+    assert result["best"]["speedup"] == 3.0  # the kernel written out is still the fastest one found
+
+
+def test_no_correct_candidate_gives_best_null(tmp_path):
+    result, _ = run_fake(tmp_path, [None], max_iters=2)
+    assert result["best"] is None and result["candidates"] == 2 and result["correct_candidates"] == 0
+
+
+def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path):
+    db = tmp_path / "cp.db"
+    options = OptimizeOptions(problem="relu", target="cpu", beam=2, max_iters=3, patience=5)
+    policy = ListPolicy()
+    killed = FakeEvaluate([1.0, 1.2, 1.1, 1.6, 1.3, 1.4], interrupt_at=3)
+    store = optimize.open_store()
+    with pytest.raises(KeyboardInterrupt):
+        optimize.run(options, policy=policy, evaluate=killed,
+                     checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)))
+    run_id = store.db.execute("SELECT run_id FROM runs ORDER BY created DESC LIMIT 1").fetchone()[0]
+    assert [c["candidate_id"] for c in store.candidates(run_id)] == ["001-0", "001-1"]
+    # The kill came inside iteration 2's compiler, after one of its two evaluations.
+    resumed = FakeEvaluate([1.6, 1.3, 1.4])
+    result = optimize.run(OptimizeOptions(problem="relu"), resume=run_id, policy=policy, evaluate=resumed,
+                          checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)))
+    ids = [c["candidate_id"] for c in store.candidates(run_id)]
+    assert ids == ["001-0", "001-1", "002-0", "002-1", "003-0", "003-1"]
+    # 002-0 was evaluated before the kill and is not evaluated again.
+    assert killed.calls == ["001-0.py", "001-1.py", "002-0.py"]
+    assert resumed.calls == ["002-1.py", "003-0.py", "003-1.py"]
+    assert result["best"]["speedup"] == 1.6 and result["iterations"] == 3
+    agents = [(s["iteration"], s["agent"], s["key"]) for s in store.steps(run_id)]
+    assert len(agents) == len(set(agents))  # no step recorded twice
+    for it in (1, 2, 3):
+        for agent in ("planner", "coder", "critic"):
+            assert (it, agent, "") in agents
+    assert store.run(run_id)["status"] == "finished"
