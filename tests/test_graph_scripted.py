@@ -1,0 +1,90 @@
+"""The whole graph with a scripted model and the real harness: every kind of bad reply ends as a verdict,
+the run ends with the right best candidate and a complete trace."""
+
+import sqlite3
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from agentkern import optimize
+from agentkern.agents.deps import OptimizeOptions
+from agentkern.models.scripted import ScriptedModel
+from conftest import fast_options
+
+RELU_CPP = '''
+import ctypes
+import torch
+import torch.nn as nn
+from agentkern.native import compile_cpp, ptr
+
+CPP_SOURCE = r"""
+extern "C" void relu(const float* x, float* y, long n) {
+    #pragma omp parallel for
+    for (long i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : %(negative)s;
+}
+"""
+lib = compile_cpp(CPP_SOURCE, name="relu")
+lib.relu.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.relu(ptr(x), ptr(y), x.numel())
+        return y
+'''
+
+
+def block(code):
+    return f"Here is the kernel.\n```python\n{code}\n```\n"
+
+
+GOOD = block(RELU_CPP % {"negative": "0.f"})
+WRONG = block(RELU_CPP % {"negative": "0.5f * x[i]"})
+COMPILE_ERROR = block(RELU_CPP % {"negative": "0.f; undeclared_name += 1"})
+SYNTAX_ERROR = block("import torch\nclass ModelNew(torch.nn.Module:\n    pass\n")
+NO_CODE = "I would vectorise the loop with AVX2 and use non-temporal stores."
+HANG = block("import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        while True:\n            pass\n")
+
+
+def test_scripted_run_records_every_verdict_and_keeps_the_right_best(tmp_path):
+    model = ScriptedModel([
+        "STRATEGY: relu-omp/basic\nA flat OpenMP loop.", GOOD, NO_CODE,
+        "STRATEGY: relu-omp/retry\nFix the build.", SYNTAX_ERROR, COMPILE_ERROR,
+        "STRATEGY: relu-omp/variants\nTry again.", WRONG, HANG,
+    ])
+    store = optimize.open_store()
+    run_id = optimize.new_run_id("relu")
+    policy = optimize.llm_policy(model, store, run_id)
+    opts = fast_options(run_timeout_s=6)
+
+    def evaluate(problem_path, path, target_name, _options):
+        from agentkern.harness import evaluate as harness_evaluate
+
+        return harness_evaluate(problem_path, path, target_name, opts)
+
+    options = OptimizeOptions(problem="relu", target="cpu", beam=2, max_iters=3, patience=5, out=str(tmp_path / "out"))
+    # Fix the run id so the policy's model-call records and the run share it.
+    original = optimize.new_run_id
+    optimize.new_run_id = lambda problem: run_id
+    try:
+        result = optimize.run(options, policy=policy, evaluate=evaluate,
+                              checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)))
+    finally:
+        optimize.new_run_id = original
+
+    statuses = {c["candidate_id"]: c["status"] for c in store.candidates(run_id)}
+    assert statuses == {"001-0": "ok", "001-1": "no_code", "002-0": "no_code", "002-1": "compile_error",
+                        "003-0": "incorrect", "003-1": "timeout"}
+    best = result["best"]
+    assert best["candidate"] == "001-0" and best["speedup"] > 0 and best["strategy"] == "relu-omp/basic/0"
+    assert "? x[i] : 0.f;" in (tmp_path / "out" / "best_relu.py").read_text()  # the good kernel, written out
+    # The trace: 9 model calls, each prompt and reply stored; the coder saw the critic's feedback.
+    calls = store.model_calls(run_id)
+    assert [c["agent"] for c in calls] == ["planner", "coder", "coder"] * 3
+    assert all(c["prompt"] and c["reply"] for c in calls)
+    second_coder_prompt = calls[4]["prompt"]
+    assert "001-1" in second_coder_prompt and "no_code" in second_coder_prompt  # feedback reached the coder
+    assert len(model.history) == 9
+    agents = {(s["iteration"], s["agent"]) for s in store.steps(run_id)}
+    for it in (1, 2, 3):
+        assert {(it, a) for a in ("planner", "coder", "compiler", "profiler", "critic")} <= agents
