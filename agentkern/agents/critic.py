@@ -56,6 +56,8 @@ def run(state: dict, deps) -> dict:
     else:
         stale += 1
     stopped = _budget_exhausted(state, deps, iteration)
+    if stopped is None and not state.get("drafts"):
+        stopped = "the coder had no new candidate to propose (search space exhausted)"
     if stopped is None and stale >= deps.options.patience:
         stopped = f"speedup@k did not improve by {deps.options.min_gain:.0%} for {deps.options.patience} iterations"
     feedback = _feedback(this_iteration)

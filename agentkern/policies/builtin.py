@@ -54,15 +54,18 @@ class BuiltinPolicy:
         proposals: list[dict] = []
         if _key(base) not in tried:
             proposals.append(base)
-        space = self._space(plan["stage"])
-        moves = [(name, value) for name, values in sorted(space.items()) for value in values if base.get(name) != value]
-        rng.shuffle(moves)
-        for name, value in moves:
-            if len(proposals) >= beam:
-                break
-            params = {**base, name: value}
-            if _key(params) not in tried and all(_key(params) != _key(p) for p in proposals):
-                proposals.append(params)
+        # Moves the current stage allows first; when they are used up, the next stage's, so a small
+        # parameter space does not leave the beam half empty.
+        for stage in range(plan["stage"], 4):
+            space = self._space(stage)
+            moves = [(name, value) for name, values in sorted(space.items()) for value in values if base.get(name) != value]
+            rng.shuffle(moves)
+            for name, value in moves:
+                if len(proposals) >= beam:
+                    break
+                params = {**base, name: value}
+                if _key(params) not in tried and all(_key(params) != _key(p) for p in proposals):
+                    proposals.append(params)
         drafts = []
         for params in proposals:
             try:
