@@ -88,6 +88,10 @@ def main(request_path: str) -> int:
             from agentkern.harness.cuda_check import capture_cuda_sources
 
             result = capture_cuda_sources(request)
+        elif request.get("mode") == "analyze":  # the built-in policy: what does the problem compute?
+            from agentkern.builtin.recognize import analyze_request
+
+            result = analyze_request(request)
         else:
             from agentkern.harness.session import EvalSession
 

@@ -1,0 +1,41 @@
+"""Parent side of problem analysis: `analyze_problem(path)` runs recognize.analyze in the sandbox.
+
+Loading a problem executes its code (and imports torch), so, like a candidate, it happens in a fresh
+worker process (`python -m agentkern.harness.worker`, mode "analyze") with time and memory limits, never in
+the agentkern process.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+from agentkern.config import home
+from agentkern.errors import UserError
+from agentkern.helpers import one_line
+from agentkern.problems import load_problem
+
+LIMITS = {"compile_timeout_s": 120.0, "run_timeout_s": 120.0, "memory_limit_gb": 8.0}
+
+
+def analyze_problem(problem_path: Path | str, limits: dict | None = None) -> dict:
+    """The problem's OpSpec (see recognize.py). A problem that cannot be loaded raises UserError (one line);
+    one that loads but is not understood gives a spec with family None and the reason."""
+    from agentkern.harness.sandbox import describe_death, run_worker
+
+    problem = load_problem(str(problem_path))  # bad paths and non-KernelBench files end here
+    limits = {**LIMITS, **(limits or {})}
+    workdir = home() / "analysis" / f"{time.strftime('%Y%m%d-%H%M%S')}-{problem.path.stem}-{secrets.token_hex(4)}"
+    env = dict(os.environ)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    outcome = run_worker({"mode": "analyze", "problem_path": str(problem.path)}, workdir, env, limits)
+    if outcome.result is None:
+        _, error = describe_death(outcome, limits)
+        raise UserError(f"cannot analyse {problem.path.name}: {error} (log: {workdir / 'worker.log'})")
+    if outcome.result.get("status") != "ok":
+        raise UserError(f"cannot load problem {problem.path.name}: {one_line(outcome.result.get('error'))}")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return outcome.result["spec"]

@@ -1,0 +1,184 @@
+"""Parametrised kernel templates: kernels_dataset/templates/<template>/<backend>.py.j2 and <backend>.json.
+
+`render(spec, params)` turns an OpSpec (recognize.py) and one parameter set into a whole solution file
+(a `ModelNew`, KernelBench convention). The JSON beside each template lists its parameters:
+`{"params": {name: [candidates]}, "default": {...}, "stage": {name: 1|2|3}}`, stage 1 = tiling,
+vectorisation and threading, 2 = fusion and algorithmic variants, 3 = finer scheduling. No torch here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from functools import lru_cache
+from pathlib import Path
+
+from agentkern.config import dataset_dir
+
+# Spec family -> template directory. log_softmax shares softmax's; matmul, linear and bmm share one GEMM.
+TEMPLATE_OF = {
+    "softmax": "softmax", "log_softmax": "softmax", "layernorm": "layernorm", "rmsnorm": "rmsnorm",
+    "reduce": "reduce", "elementwise": "elementwise", "matmul": "matmul", "linear": "matmul", "bmm": "matmul",
+}
+
+
+class TemplateError(ValueError):
+    """The spec or the parameters cannot be rendered; the message says why (one line)."""
+
+
+def template_dir() -> Path:
+    return dataset_dir() / "templates"
+
+
+def families() -> list[str]:
+    return list(TEMPLATE_OF)
+
+
+def _template_name(family: str) -> str:
+    if family not in TEMPLATE_OF:
+        raise TemplateError(f"no template for family {family!r}: known {', '.join(TEMPLATE_OF)}")
+    return TEMPLATE_OF[family]
+
+
+@lru_cache(maxsize=None)
+def _meta_cached(path: str) -> dict:
+    meta = json.loads(Path(path).read_text())
+    params, default, stage = meta["params"], meta["default"], meta["stage"]
+    if set(params) != set(default) or set(params) != set(stage):
+        raise TemplateError(f"{path}: params, default and stage must name the same parameters")
+    bad = [k for k, v in default.items() if v not in params[k]]
+    if bad:
+        raise TemplateError(f"{path}: default value of {bad[0]} is not among its candidates")
+    return meta
+
+
+def _meta(family: str, backend: str) -> dict:
+    path = template_dir() / _template_name(family) / f"{backend}.json"
+    if not path.is_file():
+        raise TemplateError(f"no {backend} template for {family} ({path} missing)")
+    return _meta_cached(str(path))
+
+
+def param_space(family: str, backend: str = "cpp", stage_max: int = 3) -> dict[str, list]:
+    meta = _meta(family, backend)
+    return {k: list(v) for k, v in meta["params"].items() if meta["stage"][k] <= stage_max}
+
+
+def default_params(family: str, backend: str = "cpp") -> dict:
+    return dict(_meta(family, backend)["default"])
+
+
+def param_stages(family: str, backend: str = "cpp") -> dict[str, int]:
+    return dict(_meta(family, backend)["stage"])
+
+
+def cfloat(value) -> str:
+    """A C++ float literal holding exactly float32(value) (hex float), or inf / nan."""
+    f = struct.unpack("f", struct.pack("f", float(value)))[0]
+    if math.isnan(f):
+        return '__builtin_nanf("")'
+    if math.isinf(f):
+        return "__builtin_inff()" if f > 0 else "(-__builtin_inff())"
+    return f"{f.hex()}f" if f != 0 else ("-0.0f" if math.copysign(1, f) < 0 else "0.0f")
+
+
+def _raise(message: str):
+    raise TemplateError(message)
+
+
+@lru_cache(maxsize=None)
+def _environment(root: str):
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(root), undefined=jinja2.StrictUndefined, trim_blocks=True,
+        lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
+    )
+    env.filters["cfloat"] = cfloat
+    env.filters["tuple_repr"] = lambda v: repr(tuple(v))
+    env.globals["raise"] = _raise
+    return env
+
+
+def describe_chain(chain: list[dict], value: str = "v") -> str:
+    """The chain as an expression, for docstrings: relu(v * 2.0) + bias."""
+    for s in chain:
+        other = (repr(s["scalar"]) if "scalar" in s else f"input{s['input']}" if "input" in s else s.get("param", ""))
+        op = s["op"]
+        if op in ("add", "sub", "mul", "div"):
+            value = f"({value} {dict(add='+', sub='-', mul='*', div='/')[op]} {other})"
+        elif op in ("rsub", "rdiv"):
+            value = f"({other} {'-' if op == 'rsub' else '/'} {value})"
+        elif op == "pow":
+            value = f"{value} ** {s['exponent']:g}"
+        elif op == "gelu" and s.get("approximate") == "tanh":
+            value = f"gelu_tanh({value})"
+        else:
+            value = f"{op}({value})"
+    return value
+
+
+def summary(spec: dict) -> str:
+    a, fam = spec["attrs"], spec["family"]
+    if fam in ("softmax", "log_softmax"):
+        core = f"{fam}(x{' * ' + repr(a['scale']) if a['scale'] != 1.0 else ''}, dim=-1)"
+    elif fam in ("layernorm", "rmsnorm"):
+        core = f"{fam}(x, {a['normalized_shape']}, eps={a['eps']:g}{', weight' if a['affine'] else ''}{', bias' if a.get('bias') else ''})"
+    elif fam == "reduce":
+        core = f"x.{a['op']}(dim=-1{', keepdim=True' if a['keepdim'] else ''})"
+    elif fam == "elementwise":
+        return describe_chain(a["chain"], f"input{a['input']}")
+    else:
+        ta, tb = ("^T" if a["a"]["trans"] else ""), ("^T" if a["b"]["trans"] else "")
+        name = lambda o: f"input{o['input']}" if "input" in o else o["param"]  # noqa: E731
+        core = f"{name(a['a'])}{ta} @ {name(a['b'])}{tb}"
+    return describe_chain(spec.get("epilogue", []), core)
+
+
+def _check_params(family: str, backend: str, params: dict) -> dict:
+    space, merged = param_space(family, backend), default_params(family, backend)
+    for k, v in (params or {}).items():
+        if k not in space:
+            raise TemplateError(f"unknown parameter {k!r} for the {family} template (has {', '.join(space)})")
+        if not any(v == c and type(v) is type(c) for c in space[k]):
+            raise TemplateError(f"parameter {k}={v!r} is not one of {space[k]}")
+        merged[k] = v
+    return merged
+
+
+def _operands(spec: dict, chain: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Number the chain's tensor operands (t = index into the kernel's operand pointers)."""
+    operands, out = [], []
+    for s in chain:
+        s = dict(s)
+        if "input" in s or "param" in s:
+            key = ("input", s["input"]) if "input" in s else ("param", s["param"])
+            desc = {"kind": key[0], "bcast": s["bcast"]}
+            if key[0] == "input":
+                desc.update(index=s["input"], name=f"input {s['input']}")
+            else:
+                desc.update(path=spec["param_paths"][s["param"]], name=spec["param_paths"][s["param"]])
+            if desc not in operands:
+                operands.append(desc)
+            s["t"] = operands.index(desc)
+        out.append(s)
+    return out, operands
+
+
+def render(spec: dict, params: dict | None = None, backend: str = "cpp") -> str:
+    """A whole solution file for `spec` with `params` (missing ones take the defaults)."""
+    family = spec.get("family")
+    if family is None:
+        raise TemplateError(f"nothing to render: the problem was not recognised ({spec.get('reason')})")
+    if spec.get("dtype") != "float32":
+        raise TemplateError(f"the {family} templates support float32 only, the problem uses {spec.get('dtype')}")
+    template = _template_name(family)
+    p = _check_params(family, backend, params or {})
+    chain = spec["attrs"]["chain"] if family == "elementwise" else spec.get("epilogue", [])
+    chain, operands = _operands(spec, chain)
+    env = _environment(str(template_dir()))
+    return env.get_template(f"{template}/{backend}.py.j2").render(
+        spec=spec, p=p, chain=chain, operands=operands, template=template, summary=summary(spec),
+        params_text=json.dumps(p, sort_keys=True),
+    )
