@@ -15,9 +15,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The main job on the embedded default. Until the agent loop lands this evaluates a shipped kernel.
+# The main job on the embedded default: the built-in model, no keys, no network.
 demo: $(STAMP)
-	$(BIN)/agentkern eval softmax kernels_dataset/solutions/softmax_cpp.py --target cpu
+	$(BIN)/agentkern optimize softmax --target cpu
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -49,11 +49,24 @@ def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: 
         from agentkern.policies.builtin import BuiltinPolicy
 
         spec = analyze_problem(problem_path)
+        if spec.get("family") and not _has_template(spec["family"], backend):
+            raise UserError(f"the built-in model has no {backend} templates yet (it writes C++ for --target cpu); "
+                            "use --model with an LLM for this backend")
         if not spec.get("family"):
             raise UserError(f"the built-in model does not recognise this problem ({spec.get('reason')}); "
                             "use --model with an LLM (e.g. --model openai/gpt-4o)")
         return BuiltinPolicy(spec, backend, seed=opts.seed)
     return llm_policy(model, store, run_id)
+
+
+def _has_template(family: str, backend: str) -> bool:
+    from agentkern.builtin import templates
+
+    try:
+        templates.default_params(family, backend)
+    except ValueError:
+        return False
+    return True
 
 
 def llm_policy(model, store: RunStore, run_id: str):

@@ -92,3 +92,31 @@ def test_targets_json_lists_the_catalog():
     assert proc.returncode == 0, proc.stderr
     names = {t["name"] for t in json.loads(proc.stdout)}
     assert {"cpu", "a100", "h100", "h200", "l4", "l40s", "rtx4090"} <= names
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["optimize", "softmax", "--target", "h100"], "no triton templates yet"),
+        (["optimize", "softmax", "--target", "cpu", "--backend", "triton"], "writes GPU kernels"),
+        (["optimize", "nope_op", "--target", "cpu"], "unknown problem 'nope_op'"),
+        (["optimize", "softmax", "--resume", "no-such-run"], "no run 'no-such-run'"),
+    ],
+)
+def test_optimize_bad_input_is_one_line_and_exit_2(args, message):
+    proc = run_cli(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_optimize_says_plainly_when_the_builtin_model_does_not_recognise_a_problem(tmp_path):
+    problem = tmp_path / "sort_problem.py"
+    problem.write_text(
+        "import torch\nimport torch.nn as nn\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        return torch.sort(x, dim=-1).values\n"
+        "def get_inputs():\n    return [torch.randn(64, 64)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    proc = run_cli("optimize", str(problem), "--target", "cpu")
+    assert proc.returncode == 2, proc.stderr
+    assert "does not recognise" in proc.stderr and "--model" in proc.stderr
