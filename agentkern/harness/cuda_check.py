@@ -61,14 +61,14 @@ def _stub_headers(workdir: Path) -> Path:
 
 def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalResult:
     """Parent side: capture the sources in the sandbox, then nvcc -ptx each for the target's arch."""
-    from agentkern.harness.evaluate import _env, _workdir
+    from agentkern.harness.evaluate import _env, _limits, _workdir
     from agentkern.harness.sandbox import describe_death, run_worker
 
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return EvalResult("unverified", False, error="no CUDA device and no nvcc here: the kernel was neither built nor run", details=base)
     workdir = _workdir(sol.path)
-    limits = {"compile_timeout_s": opts.compile_timeout_s, "run_timeout_s": opts.run_timeout_s, "memory_limit_gb": opts.memory_limit_gb}
+    limits = _limits(opts)
     request = {"mode": "cuda_sources", "solution_path": str(sol.path), "problem_path": base["problem"]}
     outcome = run_worker(request, workdir, _env("cpu", "cuda", opts.threads, workdir), limits)
     if outcome.result is None:

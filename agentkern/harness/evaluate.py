@@ -77,6 +77,11 @@ def _flush_bytes(target: Target, device: str) -> int:
     return int(2 * (target.l3_mb or target.l2_mb or 32) * 2**20)
 
 
+def _limits(opts: EvalOptions) -> dict[str, float]:
+    return {"compile_timeout_s": opts.compile_timeout_s, "run_timeout_s": opts.run_timeout_s,
+            "memory_limit_gb": opts.memory_limit_gb}
+
+
 HONEYPOT_SEED = 42
 
 
@@ -141,7 +146,7 @@ def evaluate(
         "flush_bytes": _flush_bytes(tgt, device),
     }
     workdir = _workdir(sol.path)
-    limits = {"compile_timeout_s": opts.compile_timeout_s, "run_timeout_s": opts.run_timeout_s, "memory_limit_gb": opts.memory_limit_gb}
+    limits = _limits(opts)
     outcome = run_worker(request, workdir, _env(device, backend, opts.threads, workdir), limits, pool)
     if outcome.result is None:
         status, error = describe_death(outcome, limits)
