@@ -50,28 +50,38 @@ class BuiltinPolicy:
     def write(self, plan: dict, ctx: dict, beam: int) -> list[dict]:
         rng = random.Random(f"{self.seed}-write-{ctx['iteration']}")
         tried = {_key(p) for p in ctx["tried"]}
-        base = dict(plan["parent_params"])
-        proposals: list[dict] = []
-        if _key(base) not in tried:
-            proposals.append(base)
-        # Moves the current stage allows first; when they are used up, the next stage's, so a small
-        # parameter space does not leave the beam half empty.
-        for stage in range(plan["stage"], 4):
-            space = self._space(stage)
-            moves = [(name, value) for name, values in sorted(space.items()) for value in values if base.get(name) != value]
-            rng.shuffle(moves)
-            for name, value in moves:
-                if len(proposals) >= beam:
-                    break
-                params = {**base, name: value}
-                if _key(params) not in tried and all(_key(params) != _key(p) for p in proposals):
-                    proposals.append(params)
+        proposals: list[tuple[dict, str | None]] = []
+        # The planner's parent first; when its neighbourhood is used up, the other elites', best first.
+        parents = [(plan["parent"], dict(plan["parent_params"]))]
+        parents += [(e["id"], dict(e["params"])) for e in ctx["elites"] if e["id"] != plan["parent"]]
+        for parent_id, base in parents:
+            self._neighbours(base, parent_id, plan["stage"], beam, tried, proposals, rng)
+            if len(proposals) >= beam:
+                break
         drafts = []
-        for params in proposals:
+        for params, parent_id in proposals:
             try:
                 source, error = templates.render(self.spec, params, self.backend), None
             except Exception as exc:  # a template that cannot take these parameters: a verdict, not a crash
                 source, error = None, f"template error: {exc}"
-            drafts.append({"strategy": self.strategy(params), "params": params, "parent": plan["parent"],
+            drafts.append({"strategy": self.strategy(params), "params": params, "parent": parent_id,
                            "source": source, "error": error})
         return drafts
+
+    def _neighbours(self, base: dict, parent_id, stage: int, beam: int, tried: set, proposals: list, rng) -> None:
+        """Add untried parameter sets one change away from `base`: moves the current stage allows first,
+        then the next stages', so a small parameter space does not leave the beam half empty."""
+        seen = tried | {_key(p) for p, _ in proposals}
+        if _key(base) not in seen and len(proposals) < beam:
+            proposals.append((base, parent_id))
+            seen.add(_key(base))
+        for s in range(stage, 4):
+            moves = [(n, v) for n, values in sorted(self._space(s).items()) for v in values if base.get(n) != v]
+            rng.shuffle(moves)
+            for name, value in moves:
+                if len(proposals) >= beam:
+                    return
+                params = {**base, name: value}
+                if _key(params) not in seen:
+                    proposals.append((params, parent_id))
+                    seen.add(_key(params))

@@ -1,0 +1,49 @@
+"""The built-in policy's search: neighbours of the elites, never a parameter set twice, deterministic."""
+
+import pytest
+
+from agentkern.builtin import templates
+from agentkern.policies.builtin import BuiltinPolicy
+
+SPACE = {1: {"block": [2, 4]}, 2: {"block": [2, 4], "algo": ["a", "b"]}, 3: {"block": [2, 4], "algo": ["a", "b"], "sched": ["s", "d"]}}
+
+
+@pytest.fixture
+def policy(monkeypatch):
+    monkeypatch.setattr(templates, "param_space", lambda family, backend, stage_max=3: SPACE[stage_max])
+    monkeypatch.setattr(templates, "default_params", lambda family, backend: {"block": 2, "algo": "a", "sched": "s"})
+    monkeypatch.setattr(templates, "render", lambda spec, params, backend: f"# {params}\nclass ModelNew: pass\n")
+    return BuiltinPolicy({"family": "softmax"}, "cpp", seed=3)
+
+
+def ctx(iteration, stage, elites=(), tried=()):
+    return {"iteration": iteration, "stage": stage, "elites": list(elites), "tried": list(tried)}
+
+
+def test_first_iteration_starts_from_the_defaults(policy):
+    c = ctx(1, 1)
+    drafts = policy.write(policy.plan(c), c, beam=2)
+    assert drafts[0]["params"] == {"block": 2, "algo": "a", "sched": "s"} and drafts[0]["parent"] is None
+    assert drafts[1]["params"] == {"block": 4, "algo": "a", "sched": "s"}  # the only stage-1 move
+    assert drafts[0]["strategy"] == "softmax:algo=a/block=2,sched=s"
+
+
+def test_never_proposes_a_tried_set_and_falls_back_to_other_elites(policy):
+    best = {"id": "001-0", "params": {"block": 2, "algo": "a", "sched": "s"}, "speedup": 2.0}
+    other = {"id": "002-1", "params": {"block": 4, "algo": "b", "sched": "s"}, "speedup": 1.5}
+    tried = [best["params"], other["params"], {"block": 4, "algo": "a", "sched": "s"},
+             {"block": 2, "algo": "b", "sched": "s"}, {"block": 2, "algo": "a", "sched": "d"}]
+    c = ctx(5, 3, elites=[best, other], tried=tried)
+    plan = {"parent": "001-0", "parent_params": best["params"], "stage": 3}
+    drafts = policy.write(plan, c, beam=2)
+    # Every neighbour of 001-0 was tried: the one untried neighbour of 002-1 is proposed.
+    assert [(d["parent"], d["params"]) for d in drafts] == [("002-1", {"block": 4, "algo": "b", "sched": "d"})]
+    assert all(d["params"] not in tried for d in drafts)
+    assert policy.write(plan, c, beam=2) == drafts  # same seed, same proposals
+
+
+def test_an_exhausted_space_gives_no_drafts(policy):
+    everything = [{"block": b, "algo": a, "sched": s} for b in (2, 4) for a in "ab" for s in "sd"]
+    best = {"id": "001-0", "params": everything[0], "speedup": 1.0}
+    c = ctx(9, 3, elites=[best], tried=everything)
+    assert policy.write({"parent": "001-0", "parent_params": everything[0], "stage": 3}, c, beam=2) == []
