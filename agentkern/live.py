@@ -39,6 +39,7 @@ class LiveProgress:
         self.iteration = 0
         self.tokens = 0
         self.cost = 0.0
+        self.predicted = False
         self.live = Live(self._render(), console=Console(stderr=True), refresh_per_second=4, transient=False)
 
     def __enter__(self):
@@ -49,10 +50,16 @@ class LiveProgress:
         self.live.__exit__(*exc)
 
     def __call__(self, kind: str, data: dict) -> None:
+        if kind == "start":
+            self.live.console.print(_describe(kind, data), highlight=False, soft_wrap=True)
+            self.predicted = data.get("predicted", False)
+            return
         self.agent = kind
         self.iteration = data.get("iteration", self.iteration)
         if kind == "profiler":
             self.rows.append(data["candidate"])
+        if kind == "critic":
+            self.tokens, self.cost = data.get("tokens", self.tokens), data.get("cost_usd", self.cost)
         self.live.update(self._render())
 
     def _render(self):
@@ -63,27 +70,46 @@ class LiveProgress:
         for r in self.rows[-15:]:
             style = "bold green" if best is r else ""
             table.add_row(r["id"], r["strategy"][:60], r["status"],
-                          "" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
+                          _speed(r),
                           "" if r.get("roofline_fraction") is None else f"{r['roofline_fraction']:.0%}", style=style)
-        head = Text(f"{self.title}  iteration {self.iteration}  [{self.agent}]  "
-                    f"best {best['speedup']:.2f}x ({best['id']})" if best else f"{self.title}  iteration {self.iteration}  [{self.agent}]  no correct candidate yet")
-        return Group(head, table)
+        status = f"best {_speed(best)} ({best['id']})" if best else "no correct candidate yet"
+        usage = f"  tokens {self.tokens}  ${self.cost:.4f}" if self.tokens else ""
+        head = Text(f"{self.title}  iteration {self.iteration}  [{self.agent}]  {status}{usage}")
+        parts = [head, table]
+        if self.predicted:
+            parts.append(Text(f"* {PREDICTED_NOTE}", style="cyan"))
+        return Group(*parts)
+
+
+PREDICTED_NOTE = ("predicted by the roofline cost model, not measured: the target GPU is not on this machine "
+                  "(correctness checked in the Triton interpreter)")
+
+
+def _speed(c: dict) -> str:
+    if c.get("speedup") is None:
+        return ""
+    return f"{c['speedup']:.2f}x" + ("*" if c.get("predicted") else "")
 
 
 def _describe(kind: str, data: dict) -> str | None:
+    if kind == "start":
+        how = "resumed" if data.get("resumed") else "started"
+        line = f"run {data['run_id']} {how} (if interrupted: agentkern optimize --resume {data['run_id']})"
+        return line + (f"\n* speedups marked * are {PREDICTED_NOTE}" if data.get("predicted") else "")
     if kind == "planner":
         return f"iteration {data['iteration']}: planner: {data['plan'].get('summary', '')}"
     if kind == "compiler":
         return f"  compiler: evaluating {data['candidate']}"
     if kind == "profiler":
         c = data["candidate"]
-        speed = f" {c['speedup']:.2f}x" if c.get("speedup") is not None else ""
+        speed = f" {_speed(c)}" if c.get("speedup") is not None else ""
         roof = f" ({c['roofline_fraction']:.0%} of roofline)" if c.get("roofline_fraction") else ""
         err = f": {c['error']}" if c.get("error") and c["status"] != "ok" else ""
         return f"  {c['id']} {c['strategy']}: {c['status']}{speed}{roof}{err}"
     if kind == "critic":
         stop = f"; stopping: {data['stopped']}" if data.get("stopped") else ""
-        return f"  critic: speedup@k {data['speedup_at_k']:.2f}x, stage {data['stage']}{stop}"
+        usage = f", {data['tokens']} tokens, ${data['cost_usd']:.4f}" if data.get("tokens") else ""
+        return f"  critic: speedup@k {data['speedup_at_k']:.2f}x, stage {data['stage']}{usage}{stop}"
     return None
 
 

@@ -17,13 +17,45 @@ def _feedback(records: list[dict]) -> str:
     lines = []
     for r in records:
         if r["status"] == "ok" and r["speedup"] is not None:
-            bound = f", {r['roofline_fraction']:.0%} of the {r['bound']}-bound roofline" if r.get("roofline_fraction") else ""
-            lines.append(f"{r['id']} ({r['strategy']}): correct, {r['speedup']:.2f}x{bound}")
+            kind = "predicted" if r.get("predicted") else "measured"
+            lines.append(f"{r['id']} ({r['strategy']}): correct, {r['speedup']:.2f}x {kind}. {bottleneck(r)}".rstrip())
         elif r["status"] == "ok":
             lines.append(f"{r['id']} ({r['strategy']}): correct, not timed here")
         else:
             lines.append(f"{r['id']} ({r['strategy']}): {r['status']}: {r.get('error') or ''}".rstrip(": "))
     return "\n".join(lines)
+
+
+def bottleneck(r: dict) -> str:
+    """One or two sentences naming what limits the kernel, from the roofline, the counters or the cost model."""
+    parts = []
+    fraction, bound = r.get("roofline_fraction"), r.get("bound")
+    if fraction and bound:
+        if bound == "memory":
+            advice = ("near the bandwidth limit: only moving fewer bytes (fusion, one pass) helps" if fraction >= 0.6
+                      else "far from the bandwidth limit: too few bytes in flight or extra passes over memory")
+        else:
+            advice = ("near peak: little left to gain" if fraction >= 0.6
+                      else "far from peak: too little work per thread between loads, or no FMA/tensor-core use")
+        parts.append("Memory-bound" if bound == "memory" else "Compute-bound")
+        parts[-1] += f" at {fraction:.0%} of the roofline, {advice}."
+    counters = r.get("counters") or {}
+    values = counters.get("values") or {}
+    if counters.get("available"):
+        if "achieved_occupancy_pct" in values:
+            parts.append(f"Occupancy {values['achieved_occupancy_pct']:.0f}%, DRAM {values.get('dram_throughput_pct', 0):.0f}% "
+                         f"of peak, L2 {values.get('l2_throughput_pct', 0):.0f}%, tensor pipes "
+                         f"{values.get('tensor_pipe_active_pct', 0):.0f}%.")
+        if counters.get("top_stalls"):
+            parts.append("Top stalls: " + ", ".join(s["reason"] for s in counters["top_stalls"]) + ".")
+        if "cpus_utilized" in values:
+            parts.append(f"{values['cpus_utilized']:.2f} CPUs busy during the calls"
+                         + (f", IPC {values['ipc']:.2f}" if "ipc" in values else "")
+                         + (f", LLC miss rate {values['llc_miss_rate']:.0%}" if "llc_miss_rate" in values else "") + ".")
+    notes = ((r.get("verdict") or {}).get("prediction") or {}).get("notes") or []
+    if notes:
+        parts.append("Cost model: " + "; ".join(notes) + ".")
+    return " ".join(parts)
 
 
 def _budget_exhausted(state: dict, deps, iteration: int) -> str | None:
@@ -63,5 +95,6 @@ def run(state: dict, deps) -> dict:
     feedback = _feedback(this_iteration)
     deps.store.step(deps.run_id, iteration, "critic", f"speedup@k {now:.3f}; stage {stage}; stale {stale}"
                     + (f"; stop: {stopped}" if stopped else ""), {"feedback": feedback, "speedup_at_k": now})
-    deps.on_event("critic", {"iteration": iteration, "speedup_at_k": now, "stage": stage, "stopped": stopped})
+    deps.on_event("critic", {"iteration": iteration, "speedup_at_k": now, "stage": stage, "stopped": stopped,
+                             "tokens": state.get("tokens", 0), "cost_usd": state.get("cost_usd", 0.0)})
     return {"best_history": history, "stage": stage, "stale": stale, "feedback": feedback, "stopped_because": stopped}

@@ -44,3 +44,10 @@ class Deps:
     run_dir: Path
     on_event: Callable[[str, dict], None] = field(default=lambda kind, data: None)
     clock: Callable[[], float] = time.time
+    # (draft, verdict) -> costmodel.Prediction, when the target GPU is absent and speeds must be predicted
+    predictor: Callable[[dict, dict], Any] | None = None
+    # (problem_path, solution_path) -> perf/ncu counters for a new best kernel; None: not collected
+    counters: Callable[[str, str], dict] | None = None
+    # (problem_source, target, backend, name) -> documents from the knowledge base (agentkern.kb.Retriever);
+    # None: the prompts get no reference material
+    retriever: Any = None

@@ -1,11 +1,19 @@
 """Profiler: turns each verdict into a candidate record with what the critic needs beyond a time: the
-fraction of the roofline bound reached, and whether the problem is compute- or memory-bound there."""
+fraction of the roofline bound reached, and whether the problem is compute- or memory-bound there.
+
+When the target GPU is not on this machine the harness checks correctness but cannot time; the cost model
+(deps.predictor, agentkern/search/costmodel.py) then predicts the times, and the record says so
+(`predicted: true`): every such figure is shown and stored as predicted, not measured.
+"""
 
 from __future__ import annotations
+
+from agentkern.search import population
 
 
 def run(state: dict, deps) -> dict:
     records = []
+    best_before = population.best(state.get("candidates", []))
     for item in state.get("results", []):
         draft, verdict = item["draft"], item["verdict"]
         details = verdict.get("details", {})
@@ -29,11 +37,41 @@ def run(state: dict, deps) -> dict:
             "verdict": {"status": verdict["status"], "rejected_because": details.get("rejected_because"),
                         "suspicious": details.get("suspicious"), "timing_unavailable": timing.get("unavailable")},
         }
+        if record["predicted"] and record["correct"] and deps.predictor is not None:
+            _apply_prediction(record, deps.predictor(draft, verdict), details)
         deps.store.candidate(deps.run_id, record)
         deps.store.step(deps.run_id, record["iteration"], "profiler", f"{record['id']}: {record['status']}"
                         + (f", {record['speedup']:.2f}x" if record["speedup"] is not None else ""),
-                        {"candidate": record["id"], "bound": record["bound"], "roofline_fraction": record["roofline_fraction"]},
+                        {"candidate": record["id"], "bound": record["bound"], "roofline_fraction": record["roofline_fraction"],
+                         "predicted": record["predicted"], "prediction": record["verdict"].get("prediction")},
                         key=record["id"])
-        deps.on_event("profiler", {"candidate": record})
         records.append(record)
+    _profile_new_best(records, best_before, state, deps)
+    for record in records:
+        deps.on_event("profiler", {"candidate": record})
     return {"candidates": records}
+
+
+def _profile_new_best(records: list[dict], best_before: dict | None, state: dict, deps) -> None:
+    """Hardware counters (perf stat / ncu) for this iteration's candidate that beats the best so far: the
+    critic names its bottleneck from them. One profiling run per improvement keeps the cost small."""
+    new_best = population.best(records)
+    if deps.counters is None or new_best is None or new_best["predicted"]:
+        return
+    if best_before is not None and new_best["speedup"] <= best_before["speedup"]:
+        return
+    new_best["counters"] = deps.counters(str(deps.problem_path), new_best["path"])
+    deps.store.step(deps.run_id, new_best["iteration"], "profiler", f"{new_best['id']}: hardware counters"
+                    + ("" if new_best["counters"].get("available") else f" unavailable: {new_best['counters'].get('why')}"),
+                    {"candidate": new_best["id"], "counters": new_best["counters"]}, key=f"{new_best['id']}-counters")
+
+
+def _apply_prediction(record: dict, prediction, details: dict) -> None:
+    record["verdict"]["prediction"] = prediction.to_json()
+    if not prediction.feasible:  # correct in the interpreter, but would not launch on the target
+        record.update(status="infeasible", correct=False, error="predicted: " + "; ".join(prediction.notes))
+        return
+    record.update(speedup=prediction.speedup, kernel_ms=prediction.kernel_ms, reference_ms=prediction.reference_ms)
+    bound_ms = details.get("roofline_bound_ms")
+    if bound_ms and prediction.kernel_ms:
+        record["roofline_fraction"] = bound_ms / prediction.kernel_ms

@@ -233,3 +233,39 @@ MODULES = {
     "Dropout": lambda m, x, P: ("identity", [x], {}),  # the harness runs both models in eval mode
     "Flatten": lambda m, x, P: ("reshape", [x], {}),
 }
+
+
+# Ops that launch no kernel in eager PyTorch: views, no-op copies and the graph's leaves.
+_NO_KERNEL = {"input", "param", "identity", "reshape", "transpose", "getitem", "cast"}
+
+
+def eager_kernels(out: N) -> list[dict]:
+    """What eager PyTorch launches for the graph ending at `out`: one kernel per op, each reading its tensor
+    operands and writing its result. The cost model (agentkern/search/costmodel.py) prices the reference
+    from this when the target GPU is not here to time it."""
+    seen: set[int] = set()
+    kernels: list[dict] = []
+
+    def size(n) -> int:
+        total = 1
+        for d in (n.shape or ()):
+            total *= int(d)
+        return total
+
+    def visit(n) -> None:
+        if not isinstance(n, N) or id(n) in seen:
+            return
+        seen.add(id(n))
+        for a in n.args:
+            visit(a)
+        if n.op in _NO_KERNEL or n.op == "unsupported":
+            return
+        operands = [a for a in n.args if isinstance(a, N)]
+        record = {"op": n.op, "out": size(n), "in": sum(size(a) for a in operands)}
+        if n.op in GEMM and len(operands) >= 2 and operands[0].shape and operands[1].shape:
+            k = int(operands[0].shape[-1])
+            record["flops"] = 2 * size(n) * k
+        kernels.append(record)
+
+    visit(out)
+    return kernels

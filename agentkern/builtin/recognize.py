@@ -15,7 +15,7 @@ import ast
 import itertools
 from pathlib import Path
 
-from agentkern.builtin.ir import MODULES, N, Unsupported, dtype_name, lower
+from agentkern.builtin.ir import MODULES, N, Unsupported, dtype_name, eager_kernels, lower
 from agentkern.builtin.patterns import match
 
 
@@ -57,7 +57,7 @@ def analyze(problem_path: str) -> dict:
         except Exception as exc:  # noqa: BLE001 - fx cannot trace data-dependent control flow, ...
             reasons.append(f"{frontend} trace failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
             continue
-        spec.update(found, frontend=frontend, output_shape=list(out.shape))
+        spec.update(found, frontend=frontend, output_shape=list(out.shape), eager_ops=eager_kernels(out))
         return spec
     spec["reason"] = reasons[0]
     return spec

@@ -4,7 +4,7 @@ Candidate code never runs in this process: `evaluate` checks the files, then han
 worker process (see sandbox.py and worker.py) and turns what comes back into an EvalResult.
 """
 
-from agentkern.harness.evaluate import evaluate
+from agentkern.harness.evaluate import evaluate, hardware_counters
 from agentkern.harness.sandbox import WarmPool
 
-__all__ = ["WarmPool", "evaluate"]
+__all__ = ["WarmPool", "evaluate", "hardware_counters"]

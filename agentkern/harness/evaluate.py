@@ -191,3 +191,22 @@ def _bound_kind(target: Target, work: dict) -> str:
     compute_ms = T.roofline_ms(target, work["flops"], 0.0, work["dtype"])
     memory_ms = T.roofline_ms(target, 0.0, work["bytes"], work["dtype"])
     return "compute" if compute_ms >= memory_ms else "memory"
+
+
+def hardware_counters(problem: str | Path, solution: str | Path, target: str, options: EvalOptions | None = None) -> dict:
+    """perf stat / ncu counters for a kernel that passed `evaluate` on a target that is present
+    (agentkern/harness/counters.py); {"available": False, "why": ...} where they cannot be had."""
+    from agentkern.harness import counters
+
+    opts = options or EvalOptions()
+    tgt = T.get_target(target)
+    sol = load_solution(solution)
+    device, timing = _plan(tgt, detect_backend(sol.source))
+    if timing != "measure":
+        return {"available": False, "why": "the target's hardware is not on this machine"}
+    workdir = home() / "profiles" / f"{time.strftime('%Y%m%d-%H%M%S')}-{sol.path.stem}-{secrets.token_hex(4)}"
+    result = counters.collect(str(problem), str(sol.path), device, workdir,
+                              _env(device, detect_backend(sol.source), opts.threads, workdir))
+    if result.get("available"):
+        shutil.rmtree(workdir, ignore_errors=True)
+    return result

@@ -62,10 +62,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _spawn(args: list[str], cwd: Path, env: dict[str, str], log_path: Path, stdin) -> subprocess.Popen:
+def _spawn(args: list[str], cwd: Path, env: dict[str, str], log_path: Path, stdin, prefix=()) -> subprocess.Popen:
     with open(log_path, "w") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "agentkern.harness.worker", *args],
+            [*prefix, sys.executable, "-m", "agentkern.harness.worker", *args],
             cwd=cwd,
             env=env,
             stdin=stdin,
@@ -132,8 +132,11 @@ class WarmPool:
 
 
 def run_worker(
-    request: dict, workdir: Path, env: dict[str, str], limits: dict[str, float], pool: WarmPool | None = None
+    request: dict, workdir: Path, env: dict[str, str], limits: dict[str, float], pool: WarmPool | None = None,
+    prefix: list[str] | tuple = (),
 ) -> SandboxOutcome:
+    """Run one request in a fresh worker (or the pool's spare). `prefix` wraps the worker's command line
+    (perf stat, ncu: agentkern/harness/counters.py); a wrapped run never uses the spare."""
     workdir.mkdir(parents=True, exist_ok=True)
     request = {
         **request,
@@ -149,14 +152,14 @@ def run_worker(
     phase = "start"
     killed_for = None
     mem_limit = limits["memory_limit_gb"] * 2**30
-    warm = pool.take(env) if pool is not None else None
+    warm = pool.take(env) if pool is not None and not prefix else None
     if warm is not None:
         proc, log_path = warm
         proc.stdin.write(f"{request_path}\n".encode())
         proc.stdin.close()
     else:
         log_path = workdir / "worker.log"
-        proc = _spawn([str(request_path)], workdir, env, log_path, subprocess.DEVNULL)
+        proc = _spawn([str(request_path)], workdir, env, log_path, subprocess.DEVNULL, prefix)
     try:
         while proc.poll() is None:
             time.sleep(POLL_S)

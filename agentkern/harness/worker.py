@@ -88,6 +88,10 @@ def main(request_path: str) -> int:
             from agentkern.harness.cuda_check import capture_cuda_sources
 
             result = capture_cuda_sources(request)
+        elif request.get("mode") == "profile":  # hardware counters around a kernel that already passed
+            from agentkern.harness.profile_worker import profile_request
+
+            result = profile_request(request, phase)
         elif request.get("mode") == "analyze":  # the built-in policy: what does the problem compute?
             from agentkern.builtin.recognize import analyze_request
 
