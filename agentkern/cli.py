@@ -82,7 +82,7 @@ def eval_command(
 
 @app.command("optimize")
 def optimize_command(
-    problem: Annotated[str, typer.Argument(help="An op name from kernels_dataset (softmax, matmul, ...) or a problem file.")],
+    problem: Annotated[Optional[str], typer.Argument(help="An op name from kernels_dataset (softmax, matmul, ...) or a problem file; not needed with --resume.")] = None,
     target: Annotated[str, typer.Option("--target", "-t", help="cpu, a100, h100, h200, l4, l40s, rtx4090, or auto.")] = "auto",
     backend: Annotated[Optional[str], typer.Option(help="cpp, triton or cuda (default: cpp on a CPU, triton on a GPU).")] = None,
     model: Annotated[Optional[str], typer.Option(help="A litellm model string (openai/..., anthropic/..., ollama/...); default: the built-in policy.")] = None,
@@ -105,10 +105,12 @@ def optimize_command(
     from agentkern.agents.deps import OptimizeOptions
     from agentkern.live import progress_for
 
-    opts = OptimizeOptions(problem=problem, target=target, backend=backend, model=model, api_base=api_base,
+    if problem is None and resume is None:
+        raise UserError("say which problem to optimise (an op name such as softmax, or a problem file), or --resume RUN_ID")
+    opts = OptimizeOptions(problem=problem or "", target=target, backend=backend, model=model, api_base=api_base,
                            max_iters=max_iters, patience=patience, min_gain=min_gain, k=k, beam=beam,
                            time_budget_s=time_budget, max_cost=max_cost, max_tokens=max_tokens, seed=seed, out=out_dir)
-    with progress_for(f"agentkern optimize {problem}", json_out) as progress:
+    with progress_for(f"agentkern optimize {problem or resume}", json_out) as progress:
         result = optimize.run(opts, resume=resume, on_event=progress)
     if json_out:
         print(json.dumps(result, indent=2, default=str))
@@ -116,7 +118,12 @@ def optimize_command(
     best = result["best"]
     out.print(f"run {result['run_id']}: {result['iterations']} iterations, {result['candidates']} candidates; "
               f"stopped: {result['stopped_because']}", highlight=False)
-    if best:
+    if best and best.get("predicted"):
+        out.print(f"[bold cyan]best {best['speedup']:.2f}x predicted, not measured[/] ({best['strategy']}): correct in the "
+                  f"Triton interpreter; the cost model puts it at {best['kernel_ms']:.4g} ms vs {best['reference_ms']:.4g} ms "
+                  f"on {result['target']}. Re-time it there: agentkern eval {result['problem']} {best['path']} "
+                  f"--target {result['target']}", highlight=False)
+    elif best:
         out.print(f"[bold green]best {best['speedup']:.2f}x[/] ({best['strategy']}), {best['kernel_ms']:.4g} ms vs "
                   f"{best['reference_ms']:.4g} ms: {best['path']}", highlight=False)
     else:
@@ -139,6 +146,11 @@ def targets_command(json_out: Annotated[bool, typer.Option("--json", help="Print
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row.values()))
     out.print(table)
+
+
+from agentkern.kb.cli import app as kb_app  # noqa: E402  (a sub-app; it imports chromadb only when run)
+
+app.add_typer(kb_app, name="kb")
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from agentkern import targets as T
 from agentkern.agents.deps import Deps, OptimizeOptions
 from agentkern.config import home
 from agentkern.errors import UserError
+from agentkern.kb.retrieve import Retriever
 from agentkern.problems import load_problem
 from agentkern.search import population
 from agentkern.traces import RunStore
@@ -50,8 +51,8 @@ def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: 
 
         spec = analyze_problem(problem_path)
         if spec.get("family") and not _has_template(spec["family"], backend):
-            raise UserError(f"the built-in model has no {backend} templates yet (it writes C++ for --target cpu); "
-                            "use --model with an LLM for this backend")
+            raise UserError(f"the built-in model has no {backend} template for {spec['family']} (it writes C++ for "
+                            "--target cpu and Triton for GPUs); use --backend triton, or --model with an LLM")
         if not spec.get("family"):
             raise UserError(f"the built-in model does not recognise this problem ({spec.get('reason')}); "
                             "use --model with an LLM (e.g. --model openai/gpt-4o)")
@@ -72,10 +73,10 @@ def _has_template(family: str, backend: str) -> bool:
 def llm_policy(model, store: RunStore, run_id: str):
     from agentkern.policies.llm import LLMPolicy
 
-    def record(agent, iteration, prompt, reply, error):
+    def record(agent, iteration, prompt, reply, error, retrieved=None):
         store.model_call(run_id, iteration, agent, model.name, prompt, reply.text if reply else None,
                          getattr(reply, "prompt_tokens", 0), getattr(reply, "completion_tokens", 0),
-                         getattr(reply, "cost_usd", 0.0), getattr(reply, "latency_s", 0.0), error)
+                         getattr(reply, "cost_usd", 0.0), getattr(reply, "latency_s", 0.0), error, retrieved)
 
     return LLMPolicy(model, record)
 
@@ -90,8 +91,9 @@ def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, ev
         raise UserError("the cpp backend writes CPU kernels: use --target cpu")
     if backend != "cpp" and target.kind == "cpu":
         raise UserError(f"the {backend} backend writes GPU kernels: choose a GPU target (e.g. --target h100)")
+    counters = None
     if evaluate is None:
-        from agentkern.harness import WarmPool
+        from agentkern.harness import WarmPool, hardware_counters
         from agentkern.harness import evaluate as harness_evaluate
 
         pool = WarmPool(home() / "spares")
@@ -99,12 +101,47 @@ def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, ev
         def evaluate(problem_path, path, target_name, options):
             return harness_evaluate(problem_path, path, target_name, options, pool=pool)
 
+        def counters(problem_path, path):
+            return hardware_counters(problem_path, path, target.name)
+
+    policy = policy or make_policy(opts, problem.path, backend, store, run_id)
     return Deps(
         run_id=run_id, options=opts, problem_path=problem.path, problem_source=problem.source, target=target,
-        backend=backend, policy=policy or make_policy(opts, problem.path, backend, store, run_id),
-        evaluate=evaluate, eval_options=EvalOptions(), store=store, run_dir=home() / "runs" / run_id,
-        on_event=on_event or (lambda kind, data: None),
+        backend=backend, policy=policy, evaluate=evaluate, eval_options=EvalOptions(), store=store,
+        run_dir=home() / "runs" / run_id, on_event=on_event or (lambda kind, data: None),
+        predictor=make_predictor(target, policy, problem.path), counters=counters,
+        retriever=Retriever(),  # opens the knowledge base on first use, by a policy that reads it (an LLM)
     )
+
+
+def make_predictor(target, policy, problem_path: Path):
+    """The cost model for a GPU target that is not on this machine (None when timings can be measured).
+
+    It needs the problem's spec: the built-in policy has it; for an LLM run it is computed on first use
+    (one sandboxed analysis), and a problem the recogniser does not understand is priced from its roofline."""
+    if target.kind != "gpu" or T.is_present(target):
+        return None
+    from agentkern.search import costmodel
+
+    spec_cache: dict = {}
+
+    def spec() -> dict | None:
+        if "spec" not in spec_cache:
+            spec_cache["spec"] = getattr(policy, "spec", None)
+            if spec_cache["spec"] is None:
+                from agentkern.builtin.analysis import analyze_problem
+
+                try:
+                    spec_cache["spec"] = analyze_problem(problem_path)
+                except UserError:
+                    spec_cache["spec"] = None
+        return spec_cache["spec"]
+
+    def predict(draft: dict, verdict: dict):
+        work = verdict.get("details", {}).get("work") or {}
+        return costmodel.predict(target, spec(), draft.get("params") or None, work)
+
+    return predict
 
 
 def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=None, on_event=None,
@@ -124,6 +161,8 @@ def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=
     if not resume:
         store.start_run(run_id, str(deps.problem_path), deps.target.name, deps.backend, opts.model or "builtin",
                         dataclasses.asdict(opts))
+    deps.on_event("start", {"run_id": run_id, "resumed": bool(resume), "target": deps.target.name,
+                            "predicted": deps.predictor is not None})
     graph = build_graph(deps, checkpointer or _checkpointer())
     config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
     final = graph.invoke(None if resume else {"iteration": 0, "stage": 1, "candidates": []}, config)
@@ -147,6 +186,8 @@ def finish(deps: Deps, final: dict) -> dict:
             "correct": True, "speedup": best["speedup"], "kernel_ms": best["kernel_ms"],
             "reference_ms": best["reference_ms"], "path": str(out_path), "strategy": best["strategy"],
             "candidate": best["id"], "roofline_fraction": best.get("roofline_fraction"),
+            # True: the target GPU was not here; the figures come from the cost model, not a measurement.
+            "predicted": bool(best.get("predicted")),
         },
         "iterations": final.get("iteration", 0),
         "candidates": len(candidates),
@@ -157,4 +198,5 @@ def finish(deps: Deps, final: dict) -> dict:
         "cost_usd": final.get("cost_usd", 0.0),
         "target": deps.target.name,
         "backend": deps.backend,
+        "problem": str(deps.problem_path),
     }

@@ -97,7 +97,8 @@ def test_targets_json_lists_the_catalog():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["optimize", "softmax", "--target", "h100"], "no triton templates yet"),
+        (["optimize", "softmax", "--target", "h100", "--backend", "cuda"], "no cuda template for softmax"),
+        (["optimize", "--target", "cpu"], "say which problem to optimise"),
         (["optimize", "softmax", "--target", "cpu", "--backend", "triton"], "writes GPU kernels"),
         (["optimize", "nope_op", "--target", "cpu"], "unknown problem 'nope_op'"),
         (["optimize", "softmax", "--resume", "no-such-run"], "no run 'no-such-run'"),

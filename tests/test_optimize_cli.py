@@ -62,10 +62,12 @@ def test_a_killed_run_resumes_where_it_stopped():
         proc.wait()
         assert run_id, "the run never recorded a candidate"
         assert _candidates(run_id) == ["001-0"]
-        resumed = subprocess.run([sys.executable, "-m", "agentkern", "optimize", "relu", "--resume", run_id, "--json"],
+        # No problem argument: the run's settings are stored with it.
+        resumed = subprocess.run([sys.executable, "-m", "agentkern", "optimize", "--resume", run_id, "--json"],
                                  capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     result = json.loads(resumed.stdout)
     assert result["run_id"] == run_id and result["iterations"] == 3
     assert _candidates(run_id) == ["001-0", "002-0", "003-0"]
     assert result["best"] is not None and result["best"]["candidate"] in {"001-0", "002-0", "003-0"}
+    assert f"resumed (if interrupted: agentkern optimize --resume {run_id})" in resumed.stderr

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agentkern.search import population
+
+
+def knowledge(deps) -> list[dict]:
+    """Documents from the knowledge base for this problem, target and backend, for a policy that reads them
+    (an LLM's; the built-in policy does not, so its runs never open the knowledge base)."""
+    if getattr(deps, "retriever", None) is None or not getattr(deps.policy, "reads_knowledge", False):
+        return []
+    return deps.retriever(deps.problem_source, deps.target, deps.backend, name=Path(deps.problem_path).stem)
 
 
 def context(state: dict, deps) -> dict:
@@ -19,6 +29,7 @@ def context(state: dict, deps) -> dict:
         "target": deps.target,
         "backend": deps.backend,
         "run_id": deps.run_id,
+        "knowledge": knowledge(deps),
     }
 
 
@@ -26,7 +37,8 @@ def run(state: dict, deps) -> dict:
     iteration = state.get("iteration", 0) + 1
     ctx = context({**state, "iteration": iteration}, deps)
     plan = deps.policy.plan(ctx)
-    deps.store.step(deps.run_id, iteration, "planner", plan.get("summary", ""), plan)
+    payload = {**plan, "retrieved": [d["id"] for d in ctx["knowledge"]]} if ctx["knowledge"] else plan
+    deps.store.step(deps.run_id, iteration, "planner", plan.get("summary", ""), payload)
     deps.on_event("planner", {"iteration": iteration, "plan": plan})
     update = {"iteration": iteration, "plan": plan, "drafts": [], "results": []}
     if "started" not in state:

@@ -10,28 +10,34 @@ import re
 from typing import Callable
 
 from agentkern import prompts
+from agentkern.kb.retrieve import brief
 from agentkern.models.base import ModelError, NoCodeError, extract_solution
 
 STRATEGY_LINE = re.compile(r"^\s*STRATEGY:\s*(\S+)", re.M)
 
 
 class LLMPolicy:
+    reads_knowledge = True  # planner.context() retrieves documents for the prompts' "Reference material"
+
     def __init__(self, model, record: Callable[..., None]) -> None:
         self.model = model
-        self.record = record  # record(agent, iteration, prompt, reply | None, error | None)
+        # record(agent, iteration, prompt, reply | None, error | None, retrieved=[documents in the prompt])
+        self.record = record
 
-    def _ask(self, agent: str, iteration: int, prompt: str) -> tuple[str | None, str | None, int, float]:
+    def _ask(self, agent: str, iteration: int, prompt: str, knowledge: list | None = None
+             ) -> tuple[str | None, str | None, int, float]:
+        retrieved = [brief(doc) for doc in knowledge or []]
         try:
             reply = self.model.complete([{"role": "user", "content": prompt}])
         except ModelError as exc:
-            self.record(agent, iteration, prompt, None, str(exc))
+            self.record(agent, iteration, prompt, None, str(exc), retrieved=retrieved)
             return None, str(exc), 0, 0.0
-        self.record(agent, iteration, prompt, reply, None)
+        self.record(agent, iteration, prompt, reply, None, retrieved=retrieved)
         return reply.text, None, reply.prompt_tokens + reply.completion_tokens, reply.cost_usd
 
     def plan(self, ctx: dict) -> dict:
         prompt = prompts.render("planner", **ctx)
-        text, error, tokens, cost = self._ask("planner", ctx["iteration"], prompt)
+        text, error, tokens, cost = self._ask("planner", ctx["iteration"], prompt, ctx.get("knowledge"))
         text = text or ""
         found = STRATEGY_LINE.search(text)
         strategy = found.group(1) if found else f"llm/{ctx['iteration']}"
@@ -42,7 +48,7 @@ class LLMPolicy:
         drafts = []
         for j in range(beam):
             prompt = prompts.render(f"coder_{ctx['backend']}", plan_text=plan.get("text", ""), **ctx)
-            text, error, tokens, cost = self._ask("coder", ctx["iteration"], prompt)
+            text, error, tokens, cost = self._ask("coder", ctx["iteration"], prompt, ctx.get("knowledge"))
             source = None
             if text is not None:
                 try:

@@ -1,0 +1,152 @@
+"""Adding to the knowledge base: a document or kernel file (`kb add PATH`), or a run's best kernel with its
+measured result (`kb add --from-run RUN_ID`).
+
+Added material is copied under AGENTKERN_HOME/kb (docs/ and exemplars/), so it survives rebuilds and does
+not depend on the original file staying where it was. A kernel is stored as a markdown exemplar: front
+matter with its op, backend, target and measured result, then the code.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import yaml
+
+from agentkern.config import home
+from agentkern.errors import UserError
+from agentkern.kb.sources import BACKENDS, GPUS, SourceError, expand_backends, expand_targets, parse_markdown
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "doc"
+
+
+def _guess_backend(source: str) -> str:
+    if "triton.jit" in source or "import triton" in source:
+        return "triton"
+    if "__global__" in source or "cuda_sources" in source:
+        return "cuda"
+    return "cpp"
+
+
+def write_exemplar(root: Path, doc_id: str, front: dict, summary: str, code: str, reference: str = "") -> Path:
+    """An exemplar document: front matter, one line on what it is, the kernel, the reference it replaces."""
+    body = f"{summary}\n\n```python\n{code.rstrip()}\n```\n"
+    if reference:
+        body += f"\nThe PyTorch reference it replaces:\n```python\n{reference.rstrip()}\n```\n"
+    path = root / "exemplars" / f"{_slug(doc_id)}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("---\n" + yaml.safe_dump({"id": doc_id, "kind": "exemplar", **front}, sort_keys=False)
+                    + "---\n" + body)
+    return path
+
+
+def add_path(kb, path: str, target: str | None = None, backend: str | None = None, op: str | None = None) -> dict:
+    """A markdown document (front matter required) or a kernel file (.py defining ModelNew)."""
+    src = Path(path).expanduser()
+    if not src.is_file():
+        raise UserError(f"no such file: {path}")
+    if src.suffix == ".md":
+        try:
+            doc = parse_markdown(src)  # strict here: a document the user adds must index, not be skipped
+        except SourceError as exc:
+            raise UserError(str(exc)) from None
+        dest = kb.root / "docs" / f"{_slug(doc.id)}.md"
+        for other in kb.sources.documents()[0]:
+            if other.id == doc.id and Path(other.path).name != dest.name:
+                raise UserError(f"{path}: id {doc.id!r} is already used by {other.path}; give the document another id")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+        built = kb.ensure_built()
+        return {"id": doc.id, "title": doc.title, "kind": doc.kind, "path": str(dest), "chunks": len(doc.chunks()),
+                "documents": built.get("documents")}
+    if src.suffix != ".py":
+        raise UserError(f"{path}: kb add takes a markdown document (.md) or a kernel file (.py)")
+    code = src.read_text()
+    if "ModelNew" not in code:
+        raise UserError(f"{path}: a kernel file must define ModelNew (KernelBench convention)")
+    try:
+        backend = expand_backends([backend or _guess_backend(code)], path)[0]
+        targets = expand_targets([target] if target else (["cpu"] if backend == "cpp" else ["gpu"]), path)
+    except SourceError as exc:
+        raise UserError(str(exc)) from None
+    op = op or src.stem.split("_")[0]
+    doc_id = f"user-{_slug(src.stem)}"
+    front = {"title": f"{op} kernel ({backend}, added from {src.name})", "targets": targets, "backends": [backend],
+             "tags": [op, backend, "exemplar", "user"], "sources": [str(src.resolve())], "op": op, "origin": "user"}
+    dest = write_exemplar(kb.root, doc_id, front, f"A `{op}` kernel ({backend}) added by hand from {src}.", code)
+    built = kb.ensure_built()
+    return {"id": doc_id, "title": front["title"], "kind": "exemplar", "path": str(dest), "chunks": 1,
+            "documents": built.get("documents")}
+
+
+def _best_candidate(store, run: dict) -> dict | None:
+    rows = store.candidates(run["run_id"])
+    if run.get("best_candidate"):
+        for row in rows:
+            if row["candidate_id"] == run["best_candidate"]:
+                return row
+    # A run that was interrupted has no best recorded yet: take its fastest correct candidate so far.
+    correct = [r for r in rows if r["correct"] and r["status"] == "ok" and r["speedup"]]
+    return max(correct, key=lambda r: r["speedup"]) if correct else None
+
+
+def _hardware(target: str) -> str:
+    from agentkern.targets import get_target
+
+    try:
+        return get_target(target).display_name
+    except UserError:
+        return target
+
+
+def add_from_run(kb, run_id: str) -> dict:
+    """The run's best kernel, with its measured result and hardware, as an exemplar for that target: the next
+    run on the same target and problem finds it first among the exemplars."""
+    from agentkern.traces.store import RunStore
+
+    db = home() / "runs.db"
+    if not db.exists():
+        raise UserError(f"no run {run_id!r}: there is no run store yet ({db})")
+    store = RunStore(db)
+    try:
+        run = store.run(run_id)
+        if run is None:
+            raise UserError(f"no run {run_id!r} in {db}")
+        best = _best_candidate(store, run)
+    finally:
+        store.close()
+    if best is None or not best["speedup"]:
+        raise UserError(f"run {run_id} has no correct, timed candidate to add")
+    kernel = Path(best["path"] or "")
+    if not kernel.is_file():
+        raise UserError(f"run {run_id}: the best candidate's file is gone ({kernel})")
+    problem_path = Path(run["problem"] or "")
+    op = problem_path.stem or "kernel"
+    target, backend = run["target"], run["backend"]
+    if backend not in BACKENDS:
+        raise UserError(f"run {run_id}: unknown backend {backend!r}")
+    hardware = _hardware(target)
+    speedup = float(best["speedup"])
+    front = {
+        "title": f"{op} kernel ({backend}, best of run {run_id}: {speedup:.2f}x on {hardware})",
+        "targets": [target] if target in (*GPUS, "cpu") else ["cpu"], "backends": [backend],
+        "tags": [op, backend, "exemplar", "run", *(best["strategy"] or "").replace("/", " ").split()],
+        "sources": [f"agentkern run {run_id}, candidate {best['candidate_id']} ({db})"],
+        "op": op, "origin": "run", "run_id": run_id, "candidate": best["candidate_id"], "strategy": best["strategy"],
+        "speedup": round(speedup, 4), "kernel_ms": best["kernel_ms"], "reference_ms": best["reference_ms"],
+        "roofline_fraction": best["roofline_fraction"], "target": target, "hardware": hardware,
+        "measured": time.strftime("%Y-%m-%d", time.localtime(best["ts"] or time.time())),
+    }
+    times = (f" ({best['kernel_ms']:.4g} ms vs {best['reference_ms']:.4g} ms)"
+             if best["kernel_ms"] and best["reference_ms"] else "")
+    summary = (f"Best kernel of run {run_id} for `{op}` on {target} ({hardware}): {speedup:.2f}x over PyTorch"
+               f"{times}, strategy {best['strategy']}.")
+    reference = problem_path.read_text() if problem_path.is_file() else ""
+    dest = write_exemplar(kb.root, f"run-{run_id}", front, summary, kernel.read_text(), reference)
+    built = kb.ensure_built()
+    return {"id": f"run-{run_id}", "title": front["title"], "kind": "exemplar", "path": str(dest),
+            "speedup": speedup, "target": target, "hardware": hardware, "documents": built.get("documents")}
