@@ -83,6 +83,23 @@ def cfloat(value) -> str:
     return f"{f.hex()}f" if f != 0 else ("-0.0f" if math.copysign(1, f) < 0 else "0.0f")
 
 
+def tlfloat(value) -> str:
+    """A literal for a Triton kernel that is exactly float32(value), the constant torch uses for a Python scalar
+    with a float32 tensor (Triton would round the literal to float32 the same way; writing the rounded value
+    keeps the source honest about it). inf and nan as a @triton.jit function can spell them."""
+    f = struct.unpack("f", struct.pack("f", float(value)))[0]
+    if math.isnan(f):
+        return 'float("nan")'
+    if math.isinf(f):
+        return 'float("inf")' if f > 0 else '(-float("inf"))'
+    return repr(f) if f >= 0 and math.copysign(1, f) > 0 else f"({f!r})"
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= n (>= 1), as triton.next_power_of_2."""
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
 def _raise(message: str):
     raise TemplateError(message)
 
@@ -96,6 +113,9 @@ def _environment(root: str):
         lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
     )
     env.filters["cfloat"] = cfloat
+    env.filters["tlfloat"] = tlfloat
+    env.filters["next_pow2"] = next_pow2
+    env.filters["prod"] = math.prod
     env.filters["tuple_repr"] = lambda v: repr(tuple(v))
     env.globals["raise"] = _raise
     return env

@@ -75,10 +75,12 @@ def _spawn(args: list[str], cwd: Path, env: dict[str, str], log_path: Path, stdi
         )
 
 
-# Variables a worker reads when it starts (OpenMP and malloc read theirs at load time): a spare worker
-# serves only requests whose values match. The rest (TMPDIR, TRITON_INTERPRET) go in the request.
-SPAWN_TIME_VARS = ("OMP_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "AGENTKERN_CPP_CACHE", "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")
-PER_REQUEST_VARS = ("TMPDIR", "TRITON_INTERPRET")
+# Variables a worker reads when it starts (OpenMP and malloc read theirs at load time; triton, imported with
+# torch by the spare, reads TRITON_INTERPRET): a spare worker serves only requests whose values match. The
+# rest (TMPDIR) go in the request.
+SPAWN_TIME_VARS = ("OMP_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "AGENTKERN_CPP_CACHE",
+                   "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR", "TRITON_INTERPRET")
+PER_REQUEST_VARS = ("TMPDIR",)
 
 
 class WarmPool:
