@@ -14,6 +14,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from agentkern import sizes
 from agentkern import targets as T
 from agentkern.agents.deps import Deps, OptimizeOptions
 from agentkern.config import home
@@ -41,7 +42,8 @@ def _checkpointer():
     return SqliteSaver(sqlite3.connect(home() / "checkpoints.db", check_same_thread=False))
 
 
-def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: RunStore, run_id: str):
+def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: RunStore, run_id: str,
+                target_name: str | None = None):
     from agentkern.models import get_model
 
     model = get_model(opts.model, opts.api_base)
@@ -49,14 +51,17 @@ def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: 
         from agentkern.builtin.analysis import analyze_problem
         from agentkern.policies.builtin import BuiltinPolicy
 
-        spec = analyze_problem(problem_path)
+        spec = analyze_problem(problem_path, size=opts.size)
         if spec.get("family") and not _has_template(spec["family"], backend):
             raise UserError(f"the built-in model has no {backend} template for {spec['family']} (it writes C++ for "
                             "--target cpu and Triton for GPUs); use --backend triton, or --model with an LLM")
         if not spec.get("family"):
             raise UserError(f"the built-in model does not recognise this problem ({spec.get('reason')}); "
                             "use --model with an LLM (e.g. --model openai/gpt-4o)")
-        return BuiltinPolicy(spec, backend, seed=opts.seed)
+        from agentkern.kb.ingest import best_run_params
+
+        known = best_run_params(Path(problem_path).stem, target_name, backend) if target_name else None
+        return BuiltinPolicy(spec, backend, seed=opts.seed, start=known)
     return llm_policy(model, store, run_id)
 
 
@@ -84,6 +89,10 @@ def llm_policy(model, store: RunStore, run_id: str):
 def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, evaluate=None, on_event=None) -> Deps:
     problem = load_problem(opts.problem)
     target = T.get_target(opts.target)
+    # Resolved once for the run: the analysis, every candidate and the counters use the same size.
+    size, size_note = sizes.choose(opts.size, target, T.is_present(target), sizes.declared_sizes(problem.tree),
+                                   problem.path.name)
+    opts = dataclasses.replace(opts, size=size)
     backend = opts.backend or DEFAULT_BACKEND[target.kind]
     if backend not in ("cpp", "triton", "cuda"):
         raise UserError(f"--backend must be cpp, triton or cuda, not {backend!r}")
@@ -102,19 +111,19 @@ def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, ev
             return harness_evaluate(problem_path, path, target_name, options, pool=pool)
 
         def counters(problem_path, path):
-            return hardware_counters(problem_path, path, target.name)
+            return hardware_counters(problem_path, path, target.name, EvalOptions(size=size))
 
-    policy = policy or make_policy(opts, problem.path, backend, store, run_id)
+    policy = policy or make_policy(opts, problem.path, backend, store, run_id, target.name)
     return Deps(
         run_id=run_id, options=opts, problem_path=problem.path, problem_source=problem.source, target=target,
-        backend=backend, policy=policy, evaluate=evaluate, eval_options=EvalOptions(), store=store,
+        backend=backend, policy=policy, evaluate=evaluate, eval_options=EvalOptions(size=size), store=store,
         run_dir=home() / "runs" / run_id, on_event=on_event or (lambda kind, data: None),
-        predictor=make_predictor(target, policy, problem.path), counters=counters,
+        predictor=make_predictor(target, policy, problem.path, size), counters=counters, size_note=size_note,
         retriever=Retriever(),  # opens the knowledge base on first use, by a policy that reads it (an LLM)
     )
 
 
-def make_predictor(target, policy, problem_path: Path):
+def make_predictor(target, policy, problem_path: Path, size: str | None = None):
     """The cost model for a GPU target that is not on this machine (None when timings can be measured).
 
     It needs the problem's spec: the built-in policy has it; for an LLM run it is computed on first use
@@ -132,7 +141,7 @@ def make_predictor(target, policy, problem_path: Path):
                 from agentkern.builtin.analysis import analyze_problem
 
                 try:
-                    spec_cache["spec"] = analyze_problem(problem_path)
+                    spec_cache["spec"] = analyze_problem(problem_path, size=size)
                 except UserError:
                     spec_cache["spec"] = None
         return spec_cache["spec"]
@@ -162,7 +171,8 @@ def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=
         store.start_run(run_id, str(deps.problem_path), deps.target.name, deps.backend, opts.model or "builtin",
                         dataclasses.asdict(opts))
     deps.on_event("start", {"run_id": run_id, "resumed": bool(resume), "target": deps.target.name,
-                            "predicted": deps.predictor is not None})
+                            "predicted": deps.predictor is not None, "size": deps.eval_options.size,
+                            "size_note": deps.size_note})
     graph = build_graph(deps, checkpointer or _checkpointer())
     config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
     final = graph.invoke(None if resume else {"iteration": 0, "stage": 1, "candidates": []}, config)
@@ -199,4 +209,5 @@ def finish(deps: Deps, final: dict) -> dict:
         "target": deps.target.name,
         "backend": deps.backend,
         "problem": str(deps.problem_path),
+        "size": deps.eval_options.size,
     }

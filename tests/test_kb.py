@@ -290,6 +290,33 @@ def test_kb_add_from_run_makes_the_best_kernel_the_first_exemplar_for_that_targe
     assert "? x[i] : 0.f;" in exemplar["excerpt"]  # the kernel itself reaches the prompt
 
 
+def test_the_builtin_policy_starts_from_the_best_run_added_to_the_knowledge_base(capsys):
+    """`kb add --from-run` of a built-in run: the next built-in run on that problem and target starts its
+    search at that run's best parameters, not at the template defaults."""
+    from agentkern import optimize
+    from agentkern.agents.deps import OptimizeOptions
+    from agentkern.builtin import templates
+
+    def run(seed):
+        opts = OptimizeOptions(problem="relu", target="cpu", max_iters=1, beam=2, seed=seed)
+        return optimize.run(opts)
+
+    first = run(seed=3)
+    store = optimize.open_store()
+    best = [c for c in store.candidates(first["run_id"]) if c["candidate_id"] == first["best"]["candidate"]][0]
+    best_params = json.loads(best["params"])
+    code, out, err = run_main(capsys, "kb", "add", "--from-run", first["run_id"], "--json")
+    assert code == 0, err
+    assert "params:" in Path(json.loads(out)["path"]).read_text()
+    second = run(seed=4)
+    plan = [s for s in store.steps(second["run_id"]) if s["agent"] == "planner"][0]
+    assert f"the best known kernel (run-{first['run_id']})" in plan["summary"]
+    assert json.loads(plan["payload"])["parent_params"] == best_params
+    if best_params != templates.default_params("elementwise", "cpp"):  # the defaults won: nothing to tell apart
+        first_candidate = store.candidates(second["run_id"])[0]
+        assert json.loads(first_candidate["params"]) == best_params
+
+
 # ---- retrieval quality --------------------------------------------------------------------------------------
 
 def recall_at(k: int, embedding: str, root: Path) -> tuple[float, list[str]]:

@@ -8,6 +8,7 @@ matter with its op, backend, target and measured result, then the code.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -139,14 +140,41 @@ def add_from_run(kb, run_id: str) -> dict:
         "op": op, "origin": "run", "run_id": run_id, "candidate": best["candidate_id"], "strategy": best["strategy"],
         "speedup": round(speedup, 4), "kernel_ms": best["kernel_ms"], "reference_ms": best["reference_ms"],
         "roofline_fraction": best["roofline_fraction"], "target": target, "hardware": hardware,
+        # Predicted by the cost model (the target GPU was absent in that run), not measured: say so.
+        "predicted": bool(best.get("predicted")),
+        "params": json.loads(best["params"]) if best.get("params") else {},
         "measured": time.strftime("%Y-%m-%d", time.localtime(best["ts"] or time.time())),
     }
     times = (f" ({best['kernel_ms']:.4g} ms vs {best['reference_ms']:.4g} ms)"
              if best["kernel_ms"] and best["reference_ms"] else "")
+    how = "predicted by the cost model, not measured" if front["predicted"] else "measured"
     summary = (f"Best kernel of run {run_id} for `{op}` on {target} ({hardware}): {speedup:.2f}x over PyTorch"
-               f"{times}, strategy {best['strategy']}.")
+               f"{times} ({how}), strategy {best['strategy']}.")
     reference = problem_path.read_text() if problem_path.is_file() else ""
     dest = write_exemplar(kb.root, f"run-{run_id}", front, summary, kernel.read_text(), reference)
     built = kb.ensure_built()
     return {"id": f"run-{run_id}", "title": front["title"], "kind": "exemplar", "path": str(dest),
             "speedup": speedup, "target": target, "hardware": hardware, "documents": built.get("documents")}
+
+
+def best_run_params(op: str, target: str, backend: str, root: Path | None = None) -> tuple[dict, str] | None:
+    """(params, exemplar id) of the fastest run exemplar (`kb add --from-run`) for this op, target and backend
+    that recorded its template parameters: the built-in policy starts its search there. Reads the exemplar
+    files' front matter directly, so a built-in run never has to open chromadb."""
+    folder = (root or home() / "kb") / "exemplars"
+    found = []
+    for path in sorted(folder.glob("run-*.md")) if folder.is_dir() else []:
+        text = path.read_text(errors="replace")
+        if not text.startswith("---\n") or "\n---\n" not in text[4:]:
+            continue
+        try:
+            front = yaml.safe_load(text[4:text.index("\n---\n", 4)]) or {}
+        except yaml.YAMLError:
+            continue
+        if (front.get("op"), front.get("target"), tuple(front.get("backends") or ())) == (op, target, (backend,)) \
+                and front.get("params") and not front.get("predicted"):
+            found.append((float(front.get("speedup") or 0), front["params"], str(front.get("id", path.stem))))
+    if not found:
+        return None
+    _, params, doc_id = max(found, key=lambda f: f[0])
+    return params, doc_id

@@ -20,11 +20,19 @@ def _key(params: dict) -> str:
 
 
 class BuiltinPolicy:
-    def __init__(self, spec: dict, backend: str, seed: int = 0) -> None:
+    def __init__(self, spec: dict, backend: str, seed: int = 0, start: tuple[dict, str] | None = None) -> None:
+        """`start`: (params, where from) of the best kernel known for this problem and target (a run added
+        to the knowledge base with `kb add --from-run`); the search starts there instead of the defaults."""
         self.spec = spec
         self.family = spec["family"]
         self.backend = backend
         self.seed = seed
+        self.start = None
+        if start is not None:
+            space = templates.param_space(self.family, backend)
+            params, origin = start
+            if set(params) == set(space) and all(v in space[k] for k, v in params.items()):
+                self.start = (dict(params), origin)
 
     def _space(self, stage: int) -> dict[str, list]:
         return templates.param_space(self.family, self.backend, stage_max=stage)
@@ -38,13 +46,15 @@ class BuiltinPolicy:
 
     def plan(self, ctx: dict) -> dict:
         elites = ctx["elites"]
-        if not elites:
+        if not elites and self.start is not None:
+            parent = {"id": None, "params": self.start[0], "label": f"the best known kernel ({self.start[1]})"}
+        elif not elites:
             parent = {"id": None, "params": templates.default_params(self.family, self.backend)}
         else:
             # Quality-diversity: mostly the best family, now and then another family's elite.
             rng = random.Random(f"{self.seed}-plan-{ctx['iteration']}")
             parent = elites[0] if len(elites) == 1 or rng.random() < 0.7 else rng.choice(elites[1:])
-        return {"summary": f"stage {ctx['stage']}: neighbours of {parent['id'] or 'the defaults'}",
+        return {"summary": f"stage {ctx['stage']}: neighbours of {parent['id'] or parent.get('label', 'the defaults')}",
                 "parent": parent["id"], "parent_params": parent["params"], "stage": ctx["stage"]}
 
     def write(self, plan: dict, ctx: dict, beam: int) -> list[dict]:
