@@ -1,0 +1,29 @@
+"""Add two tensors then ReLU: relu(x + y), both model inputs of the same shape.
+
+Built-in template family: elementwise (the second input is an operand of the chain).
+Sizes: cpu 1024 x 1024 (1M elements); gpu 8192 x 8192 (64M elements, 3 x 256 MiB).
+"""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + y)
+
+
+batch_size = 1024
+dim = 1024
+SIZES = {"cpu": {"batch_size": 1024, "dim": 1024}, "gpu": {"batch_size": 8192, "dim": 8192}}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim), torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

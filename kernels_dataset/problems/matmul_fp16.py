@@ -1,0 +1,30 @@
+"""fp16 matrix multiplication C = A @ B (half-precision inputs and output, as on tensor cores).
+
+Built-in template family: matmul is recognised, but the built-in templates are fp32 only, so the built-in
+policy has no kernel for it (it is there for LLM runs). torch's CPU fp16 GEMM is slow, hence the small cpu
+size.
+Sizes: cpu M=N=K=128; gpu M=N=K=8192 (1.1 TFLOP, 3 x 128 MiB).
+"""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(A, B)
+
+
+M, N, K = 128, 128, 128
+SIZES = {"cpu": {"M": 128, "N": 128, "K": 128}, "gpu": {"M": 8192, "N": 8192, "K": 8192}}
+
+
+def get_inputs():
+    return [torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
