@@ -55,6 +55,7 @@ def eval_command(
     memory_limit: Annotated[float, typer.Option(help="GiB of resident memory for the sandbox.")] = 8.0,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="Check correctness only.")] = False,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the sandbox's work folder even on success.")] = False,
+    size: Annotated[Optional[str], typer.Option(help="Problem size: cpu or gpu (the problem's SIZES; default: the target picks).")] = None,
 ) -> None:
     """Judge a candidate kernel: correct? how fast? honest?"""
     from agentkern.harness import evaluate
@@ -64,7 +65,7 @@ def eval_command(
         raise UserError(f"--mode must be offline or server, not {mode!r}")
     opts = EvalOptions(
         trials=trials, seed=seed, mode=mode, threads=threads, compile_timeout_s=compile_timeout,
-        run_timeout_s=run_timeout, memory_limit_gb=memory_limit, check_timing=not no_timing,
+        run_timeout_s=run_timeout, memory_limit_gb=memory_limit, check_timing=not no_timing, size=size,
     )
     opts.tolerances.update(_parse_tolerances(tol))
     if json_out or not sys.stdout.isatty():
@@ -99,6 +100,7 @@ def optimize_command(
     out_dir: Annotated[Optional[str], typer.Option("--out", help="Folder for the best kernel (default: AGENTKERN_HOME/runs/RUN_ID).")] = None,
     resume: Annotated[Optional[str], typer.Option(help="Continue a run that was interrupted.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
+    size: Annotated[Optional[str], typer.Option(help="Problem size: cpu or gpu (the problem's SIZES; default: the target picks).")] = None,
 ) -> None:
     """Run the planner/coder/compiler/profiler/critic loop and keep the fastest correct kernel."""
     from agentkern import optimize
@@ -109,7 +111,8 @@ def optimize_command(
         raise UserError("say which problem to optimise (an op name such as softmax, or a problem file), or --resume RUN_ID")
     opts = OptimizeOptions(problem=problem or "", target=target, backend=backend, model=model, api_base=api_base,
                            max_iters=max_iters, patience=patience, min_gain=min_gain, k=k, beam=beam,
-                           time_budget_s=time_budget, max_cost=max_cost, max_tokens=max_tokens, seed=seed, out=out_dir)
+                           time_budget_s=time_budget, max_cost=max_cost, max_tokens=max_tokens, seed=seed, out=out_dir,
+                           size=size)
     with progress_for(f"agentkern optimize {problem or resume}", json_out) as progress:
         result = optimize.run(opts, resume=resume, on_event=progress)
     if json_out:
@@ -151,6 +154,10 @@ def targets_command(json_out: Annotated[bool, typer.Option("--json", help="Print
 from agentkern.kb.cli import app as kb_app  # noqa: E402  (a sub-app; it imports chromadb only when run)
 
 app.add_typer(kb_app, name="kb")
+
+from agentkern.bench.cli import app as bench_app  # noqa: E402  (imports torch and the harness only when run)
+
+app.add_typer(bench_app, name="bench")
 
 
 def main() -> None:

@@ -95,6 +95,7 @@ def _describe(kind: str, data: dict) -> str | None:
     if kind == "start":
         how = "resumed" if data.get("resumed") else "started"
         line = f"run {data['run_id']} {how} (if interrupted: agentkern optimize --resume {data['run_id']})"
+        line += f"\nsize: {data['size_note']}" if data.get("size_note") else ""
         return line + (f"\n* speedups marked * are {PREDICTED_NOTE}" if data.get("predicted") else "")
     if kind == "planner":
         return f"iteration {data['iteration']}: planner: {data['plan'].get('summary', '')}"

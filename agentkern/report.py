@@ -19,6 +19,8 @@ def print_eval(console: Console, result: EvalResult) -> None:
     console.print(f"[{style}]{result.status}[/]  {d.get('backend', '?')} kernel on {d.get('target', '?')} ({d.get('device', '?')})", highlight=False)
     if result.error:
         console.print(f"  {result.error}", highlight=False)
+    if d.get("size_note"):
+        console.print(f"  size: {d['size_note']}", highlight=False)
     if result.correct:
         seeds = d.get("seeds") or []
         shown = ", ".join(str(s) for s in seeds[:2]) + (", ..." if len(seeds) > 2 else "")

@@ -67,6 +67,9 @@ class EvalOptions:
     memory_limit_gb: float = 8.0
     threads: int | None = None  # None: all cores; the reference and the kernel get the same count
     check_timing: bool = True
+    # Problem size (agentkern/sizes.py): "cpu" or "gpu" picks the problem's SIZES entry; None: the target
+    # picks ("cpu" on a CPU, "gpu" on a GPU that is present, "cpu" for a GPU that is not).
+    size: str | None = None
 
 
 @dataclass

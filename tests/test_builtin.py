@@ -37,7 +37,7 @@ SOURCES = {
         def get_init_inputs():
             return [0.125]
         """,
-    "log_softmax": """
+    "log_softmax_scaled": """
         class Model(nn.Module):
             def forward(self, x):
                 return torch.log_softmax(x / 2.0, dim=1)
@@ -288,7 +288,7 @@ def test_analyze_shipped_problems(specs, name):
 def test_analyze_hand_written_problems(specs):
     s = specs["scaled_softmax"]
     assert (s["family"], s["attrs"]["scale"], s["epilogue"]) == ("softmax", 0.125, [])
-    s = specs["log_softmax"]
+    s = specs["log_softmax_scaled"]
     assert (s["family"], s["attrs"]["dim"], s["attrs"]["scale"]) == ("log_softmax", -1, 0.5)
     s = specs["rms_hand"]
     assert s["family"] == "rmsnorm" and s["attrs"]["eps"] == 1e-6 and s["attrs"]["affine"] and s["epilogue"] == []

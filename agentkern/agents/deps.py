@@ -27,6 +27,7 @@ class OptimizeOptions:
     max_tokens: int | None = None
     seed: int = 0
     out: str | None = None
+    size: str | None = None  # the problem's size, cpu | gpu (agentkern/sizes.py); None: the target picks
 
 
 @dataclass
@@ -51,3 +52,5 @@ class Deps:
     # (problem_source, target, backend, name) -> documents from the knowledge base (agentkern.kb.Retriever);
     # None: the prompts get no reference material
     retriever: Any = None
+    # Why the problem runs at a size the user did not ask for (a GPU target that is not here: cpu sizes)
+    size_note: str | None = None

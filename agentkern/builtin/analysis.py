@@ -21,9 +21,10 @@ from agentkern.problems import load_problem
 LIMITS = {"compile_timeout_s": 120.0, "run_timeout_s": 120.0, "memory_limit_gb": 8.0}
 
 
-def analyze_problem(problem_path: Path | str, limits: dict | None = None) -> dict:
-    """The problem's OpSpec (see recognize.py). A problem that cannot be loaded raises UserError (one line);
-    one that loads but is not understood gives a spec with family None and the reason."""
+def analyze_problem(problem_path: Path | str, limits: dict | None = None, size: str | None = None) -> dict:
+    """The problem's OpSpec (see recognize.py) at `size` (agentkern/sizes.py; None: as written). A problem
+    that cannot be loaded raises UserError (one line); one that loads but is not understood gives a spec
+    with family None and the reason."""
     from agentkern.harness.sandbox import describe_death, run_worker
 
     problem = load_problem(str(problem_path))  # bad paths and non-KernelBench files end here
@@ -31,7 +32,7 @@ def analyze_problem(problem_path: Path | str, limits: dict | None = None) -> dic
     workdir = home() / "analysis" / f"{time.strftime('%Y%m%d-%H%M%S')}-{problem.path.stem}-{secrets.token_hex(4)}"
     env = dict(os.environ)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    outcome = run_worker({"mode": "analyze", "problem_path": str(problem.path)}, workdir, env, limits)
+    outcome = run_worker({"mode": "analyze", "problem_path": str(problem.path), "size": size}, workdir, env, limits)
     if outcome.result is None:
         _, error = describe_death(outcome, limits)
         raise UserError(f"cannot analyse {problem.path.name}: {error} (log: {workdir / 'worker.log'})")

@@ -21,15 +21,17 @@ from agentkern.builtin.patterns import match
 
 def analyze_request(request: dict) -> dict:
     """The worker's "analyze" mode."""
-    return {"status": "ok", "correct": False, "spec": analyze(request["problem_path"])}
+    return {"status": "ok", "correct": False, "spec": analyze(request["problem_path"], request.get("size"))}
 
 
-def analyze(problem_path: str) -> dict:
+def analyze(problem_path: str, size: str | None = None) -> dict:
     import torch
 
     from agentkern.harness.worker import load_module
+    from agentkern.sizes import apply_size
 
     module = load_module(str(problem_path), "agentkern_analyzed", register=False)
+    sized = apply_size(module, size)  # the shapes the harness will use (agentkern/sizes.py)
     init = list(module.get_init_inputs())
     torch.manual_seed(42)
     model = module.Model(*init).eval()
@@ -40,7 +42,8 @@ def analyze(problem_path: str) -> dict:
         "dtype": dtype_name(next((t.dtype for t in tensors if t.is_floating_point()), torch.float32)),
         "input_shapes": [list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
         "output_shape": None, "init_args": [_jsonable(a) for a in init], "attrs": {}, "epilogue": [],
-        "param_paths": {}, "model_source": model_source(problem_path), "frontend": None,
+        "param_paths": {}, "model_source": model_source(problem_path, overrides=sized), "frontend": None,
+        "size": size if sized else None,
     }
     if len(tensors) != len(inputs):
         bad = next(type(a).__name__ for a in inputs if not isinstance(a, torch.Tensor))
@@ -222,9 +225,11 @@ class _Rename(ast.NodeTransformer):
         return node
 
 
-def model_source(problem_path, new_name: str = "_Reference") -> str:
+def model_source(problem_path, new_name: str = "_Reference", overrides: dict | None = None) -> str:
     """The problem's Model class (renamed `new_name`) and every top-level statement it needs, imports
-    included, in file order: enough to construct identical parameters under the same seed."""
+    included, in file order: enough to construct identical parameters under the same seed. `overrides`
+    (a size's constants, agentkern/sizes.py) are re-assigned after them, so a Model that reads a size
+    constant itself builds the same parameters as the sized reference."""
     tree = ast.parse(Path(problem_path).read_text())
     owner: dict[str, int] = {}
     for i, stmt in enumerate(tree.body):
@@ -239,5 +244,8 @@ def model_source(problem_path, new_name: str = "_Reference") -> str:
         needed.add(i)
         todo.extend(n.id for n in ast.walk(tree.body[i]) if isinstance(n, ast.Name))
     body = [stmt for i, stmt in enumerate(tree.body) if i in needed]
+    for name, value in (overrides or {}).items():
+        if owner.get(name) in needed:
+            body.extend(ast.parse(f"{name} = {value!r}").body)
     module = _Rename("Model", new_name).visit(ast.Module(body=body, type_ignores=[]))
     return ast.unparse(ast.fix_missing_locations(module))

@@ -143,7 +143,7 @@ def parse_ncu_csv(text: str) -> dict:
 
 # ---- the front door ------------------------------------------------------------------------------------
 def collect(problem_path: str, solution_path: str, device: str, workdir: Path, env: dict, calls: int = 20,
-            timeout_s: float = 120.0) -> dict:
+            timeout_s: float = 120.0, size: str | None = None) -> dict:
     """Counters for a kernel that passed the harness: {"available": True, "tool", "values", ...} or
     {"available": False, "why": ...}. Never raises for the machine's shortcomings."""
     from agentkern.harness.sandbox import run_worker
@@ -155,7 +155,7 @@ def collect(problem_path: str, solution_path: str, device: str, workdir: Path, e
     prefix, extra = (ncu_prefix if device == "cuda" else perf_prefix)(workdir)
     request = {"mode": "profile", "problem_path": str(Path(problem_path).resolve()),
                "solution_path": str(Path(solution_path).resolve()),
-               "device": device, "seed": 1234, "calls": calls, **extra}
+               "device": device, "seed": 1234, "calls": calls, "size": size, **extra}
     limits = {"compile_timeout_s": timeout_s, "run_timeout_s": timeout_s, "memory_limit_gb": 8.0}
     outcome = run_worker(request, workdir, env, limits, prefix=prefix)
     if outcome.result is None or outcome.result.get("status") != "ok":

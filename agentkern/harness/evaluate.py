@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from agentkern import sizes
 from agentkern import targets as T
 from agentkern.config import cache_dir, home
 from agentkern.errors import UserError
@@ -95,6 +96,11 @@ def _seeds(opts: EvalOptions) -> list[int]:
     return [HONEYPOT_SEED] + [start + i for i in range(1, opts.trials)]
 
 
+def problem_size(prob, opts: EvalOptions, target: Target) -> tuple[str | None, str | None]:
+    """(size, note) for a problem on a target: --size, or the target's pick (see agentkern/sizes.py)."""
+    return sizes.choose(opts.size, target, T.is_present(target), sizes.declared_sizes(prob.tree), prob.path.name)
+
+
 def _workdir(solution_path: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     key = sha256_text(str(solution_path), secrets.token_hex(4))[:8]
@@ -117,7 +123,9 @@ def evaluate(
     tgt = T.get_target(target)
     backend = detect_backend(sol.source)
     device, timing = _plan(tgt, backend)
-    base = {"backend": backend, "target": tgt.name, "device": device, "problem": str(prob.path), "solution": str(sol.path)}
+    size, size_note = problem_size(prob, opts, tgt)
+    base = {"backend": backend, "target": tgt.name, "device": device, "problem": str(prob.path), "solution": str(sol.path),
+            "size": size, **({"size_note": size_note} if size_note else {})}
 
     try:
         compile(sol.source, str(sol.path), "exec")  # parsing runs nothing
@@ -140,6 +148,7 @@ def evaluate(
         "backend": backend,
         "device": device,
         "timing": timing,
+        "size": size,
         "options": asdict(opts),
         "seeds": seeds,
         "timing_seed": seeds[-1] + 10_000,
@@ -205,8 +214,9 @@ def hardware_counters(problem: str | Path, solution: str | Path, target: str, op
     if timing != "measure":
         return {"available": False, "why": "the target's hardware is not on this machine"}
     workdir = home() / "profiles" / f"{time.strftime('%Y%m%d-%H%M%S')}-{sol.path.stem}-{secrets.token_hex(4)}"
+    size, _ = problem_size(load_problem(str(problem)), opts, tgt)
     result = counters.collect(str(problem), str(sol.path), device, workdir,
-                              _env(device, detect_backend(sol.source), opts.threads, workdir))
+                              _env(device, detect_backend(sol.source), opts.threads, workdir), size=size)
     if result.get("available"):
         shutil.rmtree(workdir, ignore_errors=True)
     return result

@@ -23,10 +23,10 @@ def _perf_control(request: dict, command: str) -> None:
 def profile_request(request: dict, phase) -> dict:
     import torch
 
-    from agentkern.harness.worker import load_module
+    from agentkern.harness.worker import load_module, load_problem_module
 
     device = torch.device(request["device"])
-    problem = load_module(request["problem_path"], f"_reference_{secrets.token_hex(8)}")
+    problem = load_problem_module(request["problem_path"], f"_reference_{secrets.token_hex(8)}", request.get("size"))
     phase.enter("compile")
     solution = load_module(request["solution_path"], "agentkern_candidate")
     torch.manual_seed(request["seed"])

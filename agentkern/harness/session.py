@@ -44,11 +44,11 @@ class EvalSession:
 
     # ---- loading -------------------------------------------------------------------------------------
     def _load(self):
-        from agentkern.harness.worker import load_module
+        from agentkern.harness.worker import load_module, load_problem_module
 
         t0 = _perf()
         # Registered under a name nobody can guess: a plain `import` must not hand the candidate the reference.
-        self.problem = load_module(self.req["problem_path"], f"_reference_{secrets.token_hex(8)}")
+        self.problem = load_problem_module(self.req["problem_path"], f"_reference_{secrets.token_hex(8)}", self.req.get("size"))
         _settle_torch()
         self.snapshot = RuntimeSnapshot()
         self.audit = AuditGuard(self.req["solution_path"])

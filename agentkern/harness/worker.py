@@ -42,6 +42,15 @@ def load_module(path: str, name: str, register: bool = True) -> types.ModuleType
     return module
 
 
+def load_problem_module(path: str, name: str, size: str | None, register: bool = True) -> types.ModuleType:
+    """A problem, imported, with its size constants set for `size` (agentkern/sizes.py)."""
+    from agentkern.sizes import apply_size
+
+    module = load_module(path, name, register)
+    apply_size(module, size)
+    return module
+
+
 def _is_compile_failure(exc: BaseException) -> bool:
     from subprocess import CalledProcessError
 
@@ -96,6 +105,10 @@ def main(request_path: str) -> int:
             from agentkern.builtin.recognize import analyze_request
 
             result = analyze_request(request)
+        elif request.get("mode") == "baseline":  # trusted: torch.compile of the reference, for agentkern bench
+            from agentkern.harness.baseline_worker import BaselineSession
+
+            result = BaselineSession(request, phase).run()
         else:
             from agentkern.harness.session import EvalSession
 

@@ -1,0 +1,87 @@
+"""The bench report: one JSON object (CI reads it; keys are stable) and a Markdown table (people read it).
+
+{"suite", "target", "options", "metrics": {fast_0, fast_1, fast_1_5, fast_2, pass_at_k, speedup_at_k,
+ geomean_speedup, k, baseline, problems, solved}, "predicted", "problems": [{name, status, reason,
+ speedup_eager, speedup_compile, roofline_fraction, kernel_path, candidates, correct_candidates, run_id,
+ ...}]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from agentkern.bench.metrics import suite_metrics
+
+ROW_KEYS = ("name", "status", "reason", "speedup_eager", "speedup_compile", "roofline_fraction", "kernel_path",
+            "candidates", "correct_candidates", "run_id")
+
+
+def build_report(suite_name: str, target: str, opts, rows: list[dict]) -> dict:
+    options = dataclasses.asdict(opts) if dataclasses.is_dataclass(opts) else dict(opts)
+    return {
+        "suite": suite_name,
+        "target": target,
+        "options": options,
+        "metrics": suite_metrics(rows, options.get("k", 1), options.get("baseline", "eager")),
+        # True when some speedups were predicted by the cost model (the target GPU was not here)
+        "predicted": any(r.get("predicted") for r in rows),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "problems": rows,
+    }
+
+
+def _x(value) -> str:
+    return "" if value is None else f"{value:.2f}x"
+
+
+def _num(value) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def _pct(value) -> str:
+    return "" if value is None or value is True else f"{value:.0%}"
+
+
+def _cell(text) -> str:
+    return "" if text is None else str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def progress_line(i: int, total: int, row: dict) -> str:
+    """One plain line per finished problem (stderr), so a long suite shows where it is."""
+    head = f"[{i}/{total}] {row['name']}: {row['status']}"
+    if row["status"] == "ok":
+        star = "*" if row.get("predicted") else ""
+        parts = [f"{_x(row['speedup_eager'])}{star} vs eager"]
+        if row.get("speedup_compile") is not None:
+            parts.append(f"{_x(row['speedup_compile'])} vs torch.compile")
+        if row.get("roofline_fraction"):
+            parts.append(f"{row['roofline_fraction']:.0%} of roofline")
+        head += " " + ", ".join(parts)
+    elif row.get("reason"):
+        head += f": {row['reason']}"
+    return head + f" ({row['candidates']} candidates, {row.get('wall_s') or 0:.0f} s)"
+
+
+def markdown(report: dict) -> str:
+    m = report["metrics"]
+    lines = [f"## agentkern bench {report['suite']} on {report['target']}", "",
+             "| problem | status | vs eager | vs torch.compile | of roofline | correct / candidates | kernel or reason |",
+             "|---|---|---|---|---|---|---|"]
+    for r in report["problems"]:
+        star = "*" if r.get("predicted") else ""
+        what = r["kernel_path"] if r["status"] == "ok" else r.get("reason")
+        if r["status"] == "ok" and r.get("compile_note") and r.get("speedup_compile") is None:
+            what = f"{what} ({r['compile_note']})"
+        lines.append(f"| {_cell(r['name'])} | {r['status']} | {_x(r['speedup_eager'])}{star if r['speedup_eager'] else ''} | "
+                     f"{_x(r['speedup_compile'])} | {_pct(r['roofline_fraction'])} | "
+                     f"{r['correct_candidates']} / {r['candidates']} | {_cell(what)} |")
+    k = m["k"]
+    lines += ["", f"Metrics over {m['problems']} problems (speedups vs {'torch.compile' if m['baseline'] == 'compile' else 'eager PyTorch'}):", "",
+              "| fast_0 | fast_1 | fast_1.5 | fast_2 | pass@%d | speedup@%d | geomean speedup |" % (k, k),
+              "|---|---|---|---|---|---|---|",
+              f"| {_pct(m['fast_0'])} | {_pct(m['fast_1'])} | {_pct(m['fast_1_5'])} | {_pct(m['fast_2'])} | "
+              f"{_num(m['pass_at_k'])} | {_x(m['speedup_at_k'])} | {_x(m['geomean_speedup'])} |"]
+    if report.get("predicted"):
+        lines += ["", "* predicted by the roofline cost model, not measured: the target GPU was not on this machine."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,140 @@
+"""Run a suite: `agentkern optimize` on each problem, then torch.compile's time for the problems solved.
+
+Nothing a problem does ends the suite: a file that is not a problem, a problem the model cannot handle,
+an analysis that times out, an exception inside agentkern itself, each becomes a row with its status and
+reason, and the next problem runs. Candidates are sandboxed by the harness as in `agentkern optimize`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from agentkern.bench.suites import ProblemRef, Suite
+from agentkern.errors import UserError
+from agentkern.helpers import one_line
+
+ROW_STATUSES = ("ok", "failed", "unsupported", "timeout", "error")
+
+
+@dataclass
+class BenchOptions:
+    target: str = "auto"
+    model: str | None = None  # None: the built-in policy
+    api_base: str | None = None
+    max_iters: int = 4
+    beam: int = 2
+    k: int = 1
+    baseline: str = "eager"  # which speedup the metrics use: eager | compile
+    size: str | None = None
+    seed: int = 0
+    time_budget_s: float | None = None  # per problem
+    kernels_dir: str | None = None  # copy each best kernel to KERNELS_DIR/<problem>/
+    compile_baseline: bool = True
+
+
+def empty_row(ref: ProblemRef) -> dict:
+    return {"name": ref.name, "path": str(ref.path), "status": "error", "reason": None, "speedup_eager": None,
+            "speedup_compile": None, "roofline_fraction": None, "kernel_path": None, "candidates": 0,
+            "correct_candidates": 0, "candidate_speedups": [], "run_id": None, "predicted": False, "size": None,
+            "compile_factor": None, "compile_note": None, "stopped_because": None, "wall_s": None}
+
+
+def classify(message: str) -> str:
+    """Status of a problem whose run ended in a UserError (one line meant for a person)."""
+    if message.startswith("the built-in model"):  # optimize.make_policy: not recognised / no template
+        return "unsupported"
+    if "took longer than" in message:  # the sandbox's time limits (analysis, import)
+        return "timeout"
+    return "error"
+
+
+def run_problem(ref: ProblemRef, opts: BenchOptions) -> dict:
+    from agentkern import optimize
+    from agentkern.agents.deps import OptimizeOptions
+
+    row = empty_row(ref)
+    start = time.monotonic()
+    out_dir = str(Path(opts.kernels_dir) / re.sub(r"[^\w.-]+", "_", ref.name)) if opts.kernels_dir else None
+    try:
+        result = optimize.run(OptimizeOptions(
+            problem=str(ref.path), target=opts.target, model=opts.model, api_base=opts.api_base,
+            max_iters=opts.max_iters, beam=opts.beam, seed=opts.seed, time_budget_s=opts.time_budget_s,
+            size=opts.size, out=out_dir))
+    except UserError as exc:
+        row.update(status=classify(str(exc)), reason=one_line(str(exc)))
+    except Exception as exc:  # noqa: BLE001 - a bug or a broken problem must not end the suite
+        row.update(status="error", reason=one_line(f"{type(exc).__name__}: {exc}"),
+                   traceback=traceback.format_exc()[-2000:])
+    else:
+        _fill(row, result)
+        if row["status"] == "ok" and opts.compile_baseline:
+            _add_compile(row, ref, opts)
+    row["wall_s"] = round(time.monotonic() - start, 1)
+    return row
+
+
+def _fill(row: dict, result: dict) -> None:
+    from agentkern.optimize import open_store
+
+    store = open_store()
+    try:
+        candidates = store.candidates(result["run_id"])
+    finally:
+        store.close()
+    best = result.get("best")
+    row.update(run_id=result["run_id"], candidates=len(candidates), size=result.get("size"),
+               correct_candidates=sum(1 for c in candidates if c["correct"]),
+               candidate_speedups=[c["speedup"] if c["correct"] else None for c in candidates],
+               stopped_because=result.get("stopped_because"))
+    if best:
+        row.update(status="ok", speedup_eager=best["speedup"], roofline_fraction=best.get("roofline_fraction"),
+                   kernel_path=best["path"], predicted=bool(best.get("predicted")))
+    else:
+        errors = [c["error"] for c in candidates if c.get("error")]
+        if candidates and all(c["status"] == "no_code" and (c.get("error") or "").startswith("template error") for c in candidates):
+            # The built-in model recognised the problem but its templates cannot render it (an fp16 GEMM):
+            # it never got to attempt a kernel, as with a problem it does not recognise.
+            row.update(status="unsupported", reason=one_line(f"the built-in model cannot write it: {errors[-1]}"))
+            return
+        row.update(status="failed", reason=one_line(f"no correct candidate among {len(candidates)}"
+                                                    + (f"; last error: {errors[-1]}" if errors else "")))
+
+
+def _add_compile(row: dict, ref: ProblemRef, opts: BenchOptions) -> None:
+    """speedup vs torch.compile = speedup vs eager x (compile_ms / eager_ms), each ratio measured interleaved
+    in its own run: the same as compile_ms / kernel_ms when eager takes the same time in both runs, and
+    free of the 10-20% drift between runs that absolute times carry on a shared machine."""
+    from agentkern.harness.baseline import compile_baseline
+    from agentkern.types import EvalOptions
+
+    if row["predicted"]:
+        row["compile_note"] = "the target GPU is not here: torch.compile not timed"
+        return
+    try:
+        base = compile_baseline(ref.path, opts.target, EvalOptions(size=opts.size))
+    except Exception as exc:  # noqa: BLE001
+        row["compile_note"] = one_line(f"torch.compile baseline failed: {type(exc).__name__}: {exc}")
+        return
+    row["compile_wall_s"] = base.details.get("wall_s")  # most of it is inductor compiling (cached next time)
+    if base.status != "ok" or not base.kernel_ms or not base.reference_ms:
+        row["compile_note"] = one_line(f"torch.compile baseline: {base.status}: {base.error}")
+        return
+    row["compile_factor"] = base.kernel_ms / base.reference_ms
+    row["compile_ms"], row["eager_ms_in_baseline"] = base.kernel_ms, base.reference_ms
+    if row["speedup_eager"] is not None:
+        row["speedup_compile"] = row["speedup_eager"] * row["compile_factor"]
+
+
+def run_suite(suite: Suite, opts: BenchOptions, on_row: Callable[[int, int, dict], None] | None = None) -> list[dict]:
+    rows = []
+    for i, ref in enumerate(suite.problems, 1):
+        row = run_problem(ref, opts)
+        rows.append(row)
+        if on_row:
+            on_row(i, len(suite.problems), row)
+    return rows
