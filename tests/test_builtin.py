@@ -223,6 +223,32 @@ SOURCES = {
         def get_init_inputs():
             return []
         """,
+    "rms_residual": """
+        class Model(nn.Module):
+            def forward(self, x, r):
+                return F.rms_norm(x + r, (64,))
+
+        def get_inputs():
+            return [torch.randn(8, 64), torch.randn(8, 64)]
+
+        def get_init_inputs():
+            return []
+        """,
+    "linear_half": """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(32, 16).half()
+
+            def forward(self, x):
+                return self.fc(x)
+
+        def get_inputs():
+            return [torch.randn(8, 32).half()]
+
+        def get_init_inputs():
+            return []
+        """,
     "half": """
         class Model(nn.Module):
             def forward(self, x):
@@ -311,6 +337,12 @@ def test_analyze_hand_written_problems(specs):
     chain = specs["chain"]["attrs"]["chain"]
     assert [x["op"] for x in chain] == ["mul", "tanh", "add", "gelu", "mul", "sub", "sigmoid", "add", "rdiv"]
     assert chain[2] == {"op": "add", "input": 1, "bcast": "full"} and chain[5]["bcast"] == "lastdim"
+    s = specs["residual_layernorm"]
+    assert s["family"] == "layernorm" and (s["attrs"]["input"], s["attrs"]["residual"]) == (0, 1)
+    assert s["attrs"]["affine"] and s["attrs"]["bias"] and s["epilogue"] == []
+    assert "input0 + input1" in T.summary(s)
+    s = specs["matmul_bf16"]
+    assert (s["family"], s["dtype"]) == ("matmul", "bfloat16")
     s = specs["control_flow"]
     assert (s["family"], s["frontend"], s["epilogue"]) == ("layernorm", "dispatch", [{"op": "relu"}])
 
@@ -340,6 +372,14 @@ def test_template_metadata():
 def test_render_rejects_bad_input(specs):
     with pytest.raises(T.TemplateError, match="float32 only"):
         T.render(specs["half"], {})
+    with pytest.raises(T.TemplateError, match=r"only the C\+\+ GEMM"):
+        T.render(specs["matmul_fp16"], {}, backend="triton")
+    with pytest.raises(T.TemplateError, match="no tensor operands"):
+        T.render(specs["linear_half"], {})
+    with pytest.raises(T.TemplateError, match="residual"):
+        T.render(specs["rms_residual"], {})
+    with pytest.raises(T.TemplateError, match="residual"):
+        T.render(specs["residual_layernorm"], {}, backend="triton")
     with pytest.raises(T.TemplateError, match="unknown parameter"):
         T.render(specs["softmax"], {"tile": 3})
     with pytest.raises(T.TemplateError, match="not one of"):
@@ -363,6 +403,9 @@ CASES = [
     ("linear_gelu", {"micro": "4x24", "pack_a": False, "kc": 128, "mc": 48, "nc": 512, "schedule": "static", "unroll": 1, "prefetch": 0}),
     ("matmul_t", {"micro": "8x8", "kc": 192, "pack_a": False}),
     ("bmm_relu", {"micro": "4x16", "kc": 384, "mc": 144, "nc": 1024}),
+    ("residual_layernorm", {"algorithm": "one_pass", "unroll": 4}),
+    ("matmul_fp16", {"micro": "4x24", "kc": 128, "pack_a": False}),
+    ("matmul_bf16", {"micro": "8x8", "kc": 384, "schedule": "static"}),
 ]
 FAST = EvalOptions(time_budget_s=0.05, min_timed_calls=3, max_timed_calls=5, run_timeout_s=60, memory_limit_gb=4)
 

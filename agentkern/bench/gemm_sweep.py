@@ -91,8 +91,7 @@ def run_sweep(target: str, dtype: str = "fp16", count: int | None = 20,
         raise UserError(f"gemm-sweep measures times: no {tgt.display_name} on this machine (use --target cpu here)")
     notes = []
     if tgt.kind == "cpu" and dtype != "fp32":
-        notes.append(f"{dtype} GEMMs need a GPU (the C++ template is fp32 only): swept in fp32 on the CPU")
-        dtype = "fp32"
+        notes.append(f"{dtype} on a CPU: the C++ template widens the operands to fp32 and accumulates in fp32")
     backend = "cpp" if tgt.kind == "cpu" else "triton"
     folder = home() / "bench" / "gemm-sweep" / f"{tgt.name}-{dtype}"
     folder.mkdir(parents=True, exist_ok=True)

@@ -97,7 +97,7 @@ def _fill(row: dict, result: dict) -> None:
     else:
         errors = [c["error"] for c in candidates if c.get("error")]
         if candidates and all(c["status"] == "no_code" and (c.get("error") or "").startswith("template error") for c in candidates):
-            # The built-in model recognised the problem but its templates cannot render it (an fp16 GEMM):
+            # The built-in model recognised the problem but its templates cannot render it (e.g. a residual rmsnorm):
             # it never got to attempt a kernel, as with a problem it does not recognise.
             row.update(status="unsupported", reason=one_line(f"the built-in model cannot write it: {errors[-1]}"))
             return

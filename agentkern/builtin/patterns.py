@@ -145,14 +145,29 @@ def _softmax(n: N) -> tuple[str, dict]:
     return n.op, {"dim": -1, "scale": scale, "input": _input(s, n.op)}
 
 
+def _residual_sum(x: N) -> tuple[int, int] | None:
+    """norm(a + b) with a, b two model inputs of the norm's shape (a post-norm residual block): the kernel
+    adds them while it reads the row, so the sum never goes to memory. (input, residual) indices, or None."""
+    s = skip(x)
+    if s.op != "add" or len(s.args) != 2 or not all(isinstance(v, N) and skip(v).op == "input" for v in s.args):
+        return None
+    if any(tuple(v.shape or ()) != tuple(s.shape or ()) for v in s.args):
+        return None
+    return skip(s.args[0]).attrs["index"], skip(s.args[1]).attrs["index"]
+
+
 def _norm(n: N, names: Names) -> tuple[str, dict]:
     x, w, b = n.args
     ns = list(n.attrs["normalized_shape"])
     if list(x.shape[len(x.shape) - len(ns):]) != ns:
         raise Unsupported(f"{n.op} over {ns} of a tensor of shape {list(x.shape)}")
     family = "layernorm" if n.op == "layer_norm" else "rmsnorm"
-    attrs = {"eps": n.attrs["eps"], "affine": w is not None, "bias": b is not None, "normalized_shape": ns,
-             "input": _input(x, family)}
+    attrs = {"eps": n.attrs["eps"], "affine": w is not None, "bias": b is not None, "normalized_shape": ns}
+    residual = _residual_sum(x)
+    if residual:
+        attrs["input"], attrs["residual"] = residual
+    else:
+        attrs["input"] = _input(x, family)
     _param(w, names, "weight", family)
     _param(b, names, "bias", family)
     return family, attrs

@@ -35,6 +35,12 @@ def families() -> list[str]:
     return list(TEMPLATE_OF)
 
 
+# The C++ GEMM reads fp16/bf16 operands, widening them to fp32 while it packs them, and rounds the fp32
+# result once at the end (what torch's CPU GEMM does too: fp32 accumulation).
+HALF_TYPES = ("float16", "bfloat16")
+GEMM_FAMILIES = ("matmul", "linear", "bmm")
+
+
 def _template_name(family: str) -> str:
     if family not in TEMPLATE_OF:
         raise TemplateError(f"no template for family {family!r}: known {', '.join(TEMPLATE_OF)}")
@@ -144,7 +150,8 @@ def summary(spec: dict) -> str:
     if fam in ("softmax", "log_softmax"):
         core = f"{fam}(x{' * ' + repr(a['scale']) if a['scale'] != 1.0 else ''}, dim=-1)"
     elif fam in ("layernorm", "rmsnorm"):
-        core = f"{fam}(x, {a['normalized_shape']}, eps={a['eps']:g}{', weight' if a['affine'] else ''}{', bias' if a.get('bias') else ''})"
+        x = f"input{a['input']} + input{a['residual']}" if "residual" in a else "x"
+        core = f"{fam}({x}, {a['normalized_shape']}, eps={a['eps']:g}{', weight' if a['affine'] else ''}{', bias' if a.get('bias') else ''})"
     elif fam == "reduce":
         core = f"x.{a['op']}(dim=-1{', keepdim=True' if a['keepdim'] else ''})"
     elif fam == "elementwise":
@@ -191,12 +198,18 @@ def render(spec: dict, params: dict | None = None, backend: str = "cpp") -> str:
     family = spec.get("family")
     if family is None:
         raise TemplateError(f"nothing to render: the problem was not recognised ({spec.get('reason')})")
-    if spec.get("dtype") != "float32":
-        raise TemplateError(f"the {family} templates support float32 only, the problem uses {spec.get('dtype')}")
+    dtype = spec.get("dtype")
+    if dtype != "float32" and not (dtype in HALF_TYPES and family in GEMM_FAMILIES and backend == "cpp"):
+        raise TemplateError(f"the {backend} {family} template supports float32 only, the problem uses {dtype}"
+                            + (" (fp16/bf16: only the C++ GEMM)" if dtype in HALF_TYPES else ""))
+    if "residual" in spec["attrs"] and (family, backend) != ("layernorm", "cpp"):
+        raise TemplateError(f"no {backend} {family} template reads a residual sum (only the C++ layernorm does)")
     template = _template_name(family)
     p = _check_params(family, backend, params or {})
     chain = spec["attrs"]["chain"] if family == "elementwise" else spec.get("epilogue", [])
     chain, operands = _operands(spec, chain)
+    if dtype != "float32" and (operands or any("param" in spec["attrs"].get(k, {}) for k in ("a", "b"))):
+        raise TemplateError(f"the {dtype} GEMM template takes two input matrices and no tensor operands")
     env = _environment(str(template_dir()))
     return env.get_template(f"{template}/{backend}.py.j2").render(
         spec=spec, p=p, chain=chain, operands=operands, template=template, summary=summary(spec),

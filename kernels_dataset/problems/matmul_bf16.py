@@ -1,8 +1,7 @@
 """bf16 matrix multiplication C = A @ B (bfloat16 inputs and output, as on tensor cores).
 
-Built-in template family: matmul is recognised, but the built-in templates are fp32 only, so the built-in
-policy has no kernel for it (it is there for LLM runs). torch's CPU bf16 GEMM is slow without AMX/AVX512-BF16,
-hence the small cpu size.
+Built-in template family: matmul. On a CPU the C++ GEMM widens the bf16 operands to fp32 while it packs
+them and rounds the result once (no Triton fp16/bf16 template yet). torch's CPU bf16 GEMM can be slow, hence the small cpu size.
 Sizes: cpu M=N=K=128; gpu M=N=K=8192 (1.1 TFLOP, 3 x 128 MiB).
 """
 

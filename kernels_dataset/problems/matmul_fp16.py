@@ -1,7 +1,7 @@
 """fp16 matrix multiplication C = A @ B (half-precision inputs and output, as on tensor cores).
 
-Built-in template family: matmul is recognised, but the built-in templates are fp32 only, so the built-in
-policy has no kernel for it (it is there for LLM runs). torch's CPU fp16 GEMM is slow, hence the small cpu
+Built-in template family: matmul. On a CPU the C++ GEMM widens the fp16 operands to fp32 while it packs
+them and rounds the result once (no Triton fp16/bf16 template yet). torch's CPU fp16 GEMM can be slow, hence the small cpu
 size.
 Sizes: cpu M=N=K=128; gpu M=N=K=8192 (1.1 TFLOP, 3 x 128 MiB).
 """

@@ -1,7 +1,7 @@
 """Residual add then LayerNorm: layernorm(x + residual), with a learned scale and shift (a post-norm block).
 
-Built-in template family: none. The recogniser only takes a norm of a model input, and here the norm reads a
-computed sum (a fused add + layernorm kernel is the goal; for LLM runs).
+Built-in template family: layernorm with a residual sum. The C++ template adds each row of x and residual
+into the output row (in L1) and normalises it there, so the sum never goes to memory (no Triton version yet).
 Sizes: cpu 1024 x 1024; gpu 8192 x 8192 (2 x 256 MiB in, 256 MiB out).
 """
 
