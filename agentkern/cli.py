@@ -159,6 +159,10 @@ from agentkern.bench.cli import app as bench_app  # noqa: E402  (imports torch a
 
 app.add_typer(bench_app, name="bench")
 
+from agentkern.traces.cli import app as traces_app  # noqa: E402  (reads the run store only when run)
+
+app.add_typer(traces_app, name="traces")
+
 
 def main() -> None:
     try:

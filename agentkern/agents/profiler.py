@@ -9,6 +9,7 @@ When the target GPU is not on this machine the harness checks correctness but ca
 from __future__ import annotations
 
 from agentkern.search import population
+from agentkern.traces import evidence
 
 
 def run(state: dict, deps) -> dict:
@@ -39,7 +40,7 @@ def run(state: dict, deps) -> dict:
         }
         if record["predicted"] and record["correct"] and deps.predictor is not None:
             _apply_prediction(record, deps.predictor(draft, verdict), details)
-        deps.store.candidate(deps.run_id, record)
+        deps.store.candidate(deps.run_id, record, evidence.from_verdict(verdict, item["path"]))
         deps.store.step(deps.run_id, record["iteration"], "profiler", f"{record['id']}: {record['status']}"
                         + (f", {record['speedup']:.2f}x" if record["speedup"] is not None else ""),
                         {"candidate": record["id"], "bound": record["bound"], "roofline_fraction": record["roofline_fraction"],

@@ -38,28 +38,61 @@ MIGRATIONS: list[str] = [
     CREATE INDEX steps_run ON steps (run_id, id);
     CREATE INDEX calls_run ON model_calls (run_id, id);
     """,
+    # 2: what the harness said about each candidate, as data (agentkern/traces/evidence.py): the source as
+    # evaluated (the run folder may be deleted), the build/worker log, the correctness report and the timing.
+    """
+    ALTER TABLE candidates ADD COLUMN source TEXT;
+    ALTER TABLE candidates ADD COLUMN compile_log TEXT;
+    ALTER TABLE candidates ADD COLUMN correctness TEXT;
+    ALTER TABLE candidates ADD COLUMN timing TEXT;
+    """,
 ]
+
+# Seconds a writer waits for another writer's lock (several runs, or `bench`, share one runs.db).
+BUSY_TIMEOUT_S = 30.0
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
 
+def _json_or_null(value: Any) -> str | None:
+    return None if value is None else _json(value)
+
+
 class RunStore:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)  # autocommit
+        # Autocommit: every write is its own transaction, so a run killed at any point keeps every row it wrote.
+        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
         self.db.row_factory = sqlite3.Row
+        # WAL: readers (agentkern traces) never block the writers, and several runs can write at once.
         self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         self._migrate()
 
     def _migrate(self) -> None:
         self.db.execute("CREATE TABLE IF NOT EXISTS _migrations (number INTEGER PRIMARY KEY, applied REAL)")
-        done = {row[0] for row in self.db.execute("SELECT number FROM _migrations")}
         for number, sql in enumerate(MIGRATIONS, start=1):
-            if number not in done:
-                self.db.executescript(f"BEGIN; {sql}; INSERT INTO _migrations VALUES ({number}, {time.time()}); COMMIT;")
+            if self._applied(number):
+                continue
+            # Take the write lock first, then look again: another process opening the store at the same
+            # moment may have applied this migration while we waited.
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                if not self._applied(number):
+                    for statement in sql.split(";"):  # DDL only, no ';' inside a statement
+                        if statement.strip():
+                            self.db.execute(statement)
+                    self.db.execute("INSERT INTO _migrations VALUES (?, ?)", (number, time.time()))
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def _applied(self, number: int) -> bool:
+        return self.db.execute("SELECT 1 FROM _migrations WHERE number=?", (number,)).fetchone() is not None
 
     # ---- writes --------------------------------------------------------------------------------------
     def start_run(self, run_id: str, problem: str, target: str, backend: str, model: str, options: dict) -> None:
@@ -94,16 +127,20 @@ class RunStore:
              cost_usd, latency_s, error, _json(retrieved or [])),
         )
 
-    def candidate(self, run_id: str, record: dict) -> None:
+    def candidate(self, run_id: str, record: dict, evidence: dict | None = None) -> None:
+        """`evidence`: the harness's report on it (agentkern.traces.evidence.from_verdict): source,
+        compile_log, correctness, timing."""
+        evidence = evidence or {}
         self.db.execute(
             "INSERT OR REPLACE INTO candidates (run_id, candidate_id, iteration, strategy, params, parent, path, "
-            "status, correct, speedup, kernel_ms, reference_ms, roofline_fraction, predicted, error, verdict, ts) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "status, correct, speedup, kernel_ms, reference_ms, roofline_fraction, predicted, error, verdict, ts, "
+            "source, compile_log, correctness, timing) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, record["id"], record["iteration"], record["strategy"], _json(record.get("params", {})),
              record.get("parent"), record.get("path"), record["status"], int(bool(record.get("correct"))),
              record.get("speedup"), record.get("kernel_ms"), record.get("reference_ms"),
              record.get("roofline_fraction"), int(bool(record.get("predicted"))), record.get("error"),
-             _json(record.get("verdict", {})), time.time()),
+             _json(record.get("verdict", {})), time.time(), evidence.get("source"), evidence.get("compile_log"),
+             _json_or_null(evidence.get("correctness")), _json_or_null(evidence.get("timing"))),
         )
 
     # ---- reads ---------------------------------------------------------------------------------------
