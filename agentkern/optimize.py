@@ -43,7 +43,7 @@ def _checkpointer():
 
 
 def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: RunStore, run_id: str,
-                target_name: str | None = None):
+                target_name: str | None = None, features: frozenset | None = None):
     from agentkern.models import get_model
 
     model = get_model(opts.model, opts.api_base)
@@ -61,8 +61,17 @@ def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: 
         from agentkern.kb.ingest import best_run_params
 
         known = best_run_params(Path(problem_path).stem, target_name, backend) if target_name else None
-        return BuiltinPolicy(spec, backend, seed=opts.seed, start=known)
+        return BuiltinPolicy(spec, backend, seed=opts.seed, start=known, features=features)
     return llm_policy(model, store, run_id)
+
+
+def _host_features(target, backend: str) -> frozenset | None:
+    """C++ candidates are compiled with -march=native for this host: only its features count."""
+    if backend != "cpp" or target.kind != "cpu":
+        return None
+    from agentkern.builtin import templates
+
+    return templates.host_features(target.simd_width_bits)
 
 
 def _has_template(family: str, backend: str) -> bool:
@@ -113,7 +122,8 @@ def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, ev
         def counters(problem_path, path):
             return hardware_counters(problem_path, path, target.name, EvalOptions(size=size))
 
-    policy = policy or make_policy(opts, problem.path, backend, store, run_id, target.name)
+    policy = policy or make_policy(opts, problem.path, backend, store, run_id, target.name,
+                                   _host_features(target, backend))
     return Deps(
         run_id=run_id, options=opts, problem_path=problem.path, problem_source=problem.source, target=target,
         backend=backend, policy=policy, evaluate=evaluate, eval_options=EvalOptions(size=size), store=store,

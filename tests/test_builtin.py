@@ -369,6 +369,18 @@ def test_template_metadata():
     assert set(T.param_space("matmul", stage_max=1)) == {"micro", "kc", "mc", "nc"}
 
 
+def test_avx512_micro_kernels_are_offered_only_to_hosts_that_have_it():
+    avx2, avx512 = T.host_features(256), T.host_features(512)
+    assert avx2 == frozenset() and avx512 == {"avx512f"}
+    wide = {"12x32", "14x32", "6x64", "8x32"}
+    assert wide <= set(T.param_space("matmul")["micro"])  # no filter: anything can be rendered
+    assert not wide & set(T.param_space("matmul", features=avx2)["micro"])
+    assert wide <= set(T.param_space("matmul", features=avx512)["micro"])
+    assert T.default_params("matmul", features=avx2)["micro"] == "6x16"
+    assert T.default_params("matmul", features=avx512)["micro"] in wide
+    assert T.default_params("softmax", features=avx512) == T.default_params("softmax")
+
+
 def test_render_rejects_bad_input(specs):
     with pytest.raises(T.TemplateError, match="float32 only"):
         T.render(specs["half"], {})
@@ -405,6 +417,7 @@ CASES = [
     ("bmm_relu", {"micro": "4x16", "kc": 384, "mc": 144, "nc": 1024}),
     ("residual_layernorm", {"algorithm": "one_pass", "unroll": 4}),
     ("matmul_fp16", {"micro": "4x24", "kc": 128, "pack_a": False}),
+    ("matmul_bias_gelu", {"micro": "14x32", "kc": 256, "mc": 96}),
     ("matmul_bf16", {"micro": "8x8", "kc": 384, "schedule": "static"}),
 ]
 FAST = EvalOptions(time_budget_s=0.05, min_timed_calls=3, max_timed_calls=5, run_timeout_s=60, memory_limit_gb=4)
@@ -420,6 +433,10 @@ def pool(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("name, params", CASES, ids=[c[0] for c in CASES])
 def test_rendered_kernels_pass_the_harness(problems, specs, pool, tmp_path, name, params):
+    from agentkern.targets import get_target
+
+    if T.host_features(get_target("cpu").simd_width_bits) != T.host_features(512) and "x32" in params.get("micro", ""):
+        pytest.skip("an AVX-512 micro-kernel on a host without AVX-512")
     spec = specs[name]
     assert spec["family"], spec["reason"]
     for label, chosen in (("default", {}), ("variant", params)):

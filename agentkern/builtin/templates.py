@@ -66,13 +66,33 @@ def _meta(family: str, backend: str) -> dict:
     return _meta_cached(str(path))
 
 
-def param_space(family: str, backend: str = "cpp", stage_max: int = 3) -> dict[str, list]:
+def _runs_here(meta: dict, name: str, value, features: frozenset | None) -> bool:
+    """A value marked in the template's "requires" (e.g. an AVX-512 micro-kernel needs avx512f) is only
+    offered where the host has that feature; features=None means "do not filter" (rendering, tests)."""
+    need = meta.get("requires", {}).get(name, {}).get(str(value))
+    return need is None or features is None or need in features
+
+
+def param_space(family: str, backend: str = "cpp", stage_max: int = 3,
+                features: frozenset | None = None) -> dict[str, list]:
     meta = _meta(family, backend)
-    return {k: list(v) for k, v in meta["params"].items() if meta["stage"][k] <= stage_max}
+    return {k: [x for x in v if _runs_here(meta, k, x, features)]
+            for k, v in meta["params"].items() if meta["stage"][k] <= stage_max}
 
 
-def default_params(family: str, backend: str = "cpp") -> dict:
-    return dict(_meta(family, backend)["default"])
+def default_params(family: str, backend: str = "cpp", features: frozenset | None = None) -> dict:
+    """The template's defaults, with its "prefer" overrides for the features the host has."""
+    meta = _meta(family, backend)
+    params = dict(meta["default"])
+    for feature, overrides in meta.get("prefer", {}).items():
+        if features is not None and feature in features:
+            params.update(overrides)
+    return params
+
+
+def host_features(simd_width_bits: int | None) -> frozenset:
+    """The CPU features the templates' "requires" name, from the target's detected SIMD width."""
+    return frozenset({"avx512f"}) if (simd_width_bits or 0) >= 512 else frozenset()
 
 
 def param_stages(family: str, backend: str = "cpp") -> dict[str, int]:

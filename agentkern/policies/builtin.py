@@ -20,22 +20,26 @@ def _key(params: dict) -> str:
 
 
 class BuiltinPolicy:
-    def __init__(self, spec: dict, backend: str, seed: int = 0, start: tuple[dict, str] | None = None) -> None:
+    def __init__(self, spec: dict, backend: str, seed: int = 0, start: tuple[dict, str] | None = None,
+                 features: frozenset | None = None) -> None:
         """`start`: (params, where from) of the best kernel known for this problem and target (a run added
-        to the knowledge base with `kb add --from-run`); the search starts there instead of the defaults."""
+        to the knowledge base with `kb add --from-run`); the search starts there instead of the defaults.
+        `features`: the host CPU's (templates.host_features); parameter values it cannot run are never
+        proposed, and the defaults take the template's preferences for it (None: no filtering)."""
         self.spec = spec
         self.family = spec["family"]
         self.backend = backend
         self.seed = seed
+        self.features = features
         self.start = None
         if start is not None:
-            space = templates.param_space(self.family, backend)
+            space = templates.param_space(self.family, backend, features=features)
             params, origin = start
             if set(params) == set(space) and all(v in space[k] for k, v in params.items()):
                 self.start = (dict(params), origin)
 
     def _space(self, stage: int) -> dict[str, list]:
-        return templates.param_space(self.family, self.backend, stage_max=stage)
+        return templates.param_space(self.family, self.backend, stage_max=stage, features=self.features)
 
     def strategy(self, params: dict) -> str:
         """family:<algorithm choices>/<tiling and scheduling>: the part before '/' is the strategy family."""
@@ -49,7 +53,7 @@ class BuiltinPolicy:
         if not elites and self.start is not None:
             parent = {"id": None, "params": self.start[0], "label": f"the best known kernel ({self.start[1]})"}
         elif not elites:
-            parent = {"id": None, "params": templates.default_params(self.family, self.backend)}
+            parent = {"id": None, "params": templates.default_params(self.family, self.backend, self.features)}
         else:
             # Quality-diversity: mostly the best family, now and then another family's elite.
             rng = random.Random(f"{self.seed}-plan-{ctx['iteration']}")

@@ -2,7 +2,11 @@
 
 Built-in template family: bmm (the GEMM template with a batch dimension).
 Sizes: cpu batch=16, M=N=K=256 (0.54 GFLOP); gpu batch=64, M=N=K=1024 (137 GFLOP, 3 x 256 MiB).
+A is scaled by 1/sqrt(K): outputs O(1), so fp32 rounding stays well inside the harness's tolerance
+(see matmul_large_k.py).
 """
+
+import math
 
 import torch
 import torch.nn as nn
@@ -21,7 +25,7 @@ SIZES = {"cpu": {"batch": 16, "M": 256, "N": 256, "K": 256}, "gpu": {"batch": 64
 
 
 def get_inputs():
-    return [torch.randn(batch, M, K), torch.randn(batch, K, N)]
+    return [torch.randn(batch, M, K) / math.sqrt(K), torch.randn(batch, K, N)]
 
 
 def get_init_inputs():
