@@ -10,8 +10,8 @@ SPACE = {1: {"block": [2, 4]}, 2: {"block": [2, 4], "algo": ["a", "b"]}, 3: {"bl
 
 @pytest.fixture
 def policy(monkeypatch):
-    monkeypatch.setattr(templates, "param_space", lambda family, backend, stage_max=3: SPACE[stage_max])
-    monkeypatch.setattr(templates, "default_params", lambda family, backend: {"block": 2, "algo": "a", "sched": "s"})
+    monkeypatch.setattr(templates, "param_space", lambda family, backend, stage_max=3, features=None: SPACE[stage_max])
+    monkeypatch.setattr(templates, "default_params", lambda family, backend, features=None: {"block": 2, "algo": "a", "sched": "s"})
     monkeypatch.setattr(templates, "render", lambda spec, params, backend: f"# {params}\nclass ModelNew: pass\n")
     return BuiltinPolicy({"family": "softmax"}, "cpp", seed=3)
 
@@ -47,3 +47,16 @@ def test_an_exhausted_space_gives_no_drafts(policy):
     best = {"id": "001-0", "params": everything[0], "speedup": 1.0}
     c = ctx(9, 3, elites=[best], tried=everything)
     assert policy.write({"parent": "001-0", "parent_params": everything[0], "stage": 3}, c, beam=2) == []
+
+
+@pytest.mark.parametrize("features, wide_allowed", [(frozenset(), False), (frozenset({"avx512f"}), True)])
+def test_the_host_features_decide_which_micro_kernels_are_proposed(monkeypatch, features, wide_allowed):
+    monkeypatch.setattr(templates, "render", lambda spec, params, backend: "class ModelNew: pass\n")
+    policy = BuiltinPolicy({"family": "matmul"}, "cpp", seed=1, features=features)
+    wide = {"12x32", "14x32", "6x64", "8x32"}
+    proposed = set()
+    for it in range(1, 6):
+        c = ctx(it, 1)
+        proposed |= {d["params"]["micro"] for d in policy.write(policy.plan(c), c, beam=4)}
+    assert proposed and bool(proposed & wide) == wide_allowed
+    assert (policy.plan(ctx(1, 1))["parent_params"]["micro"] in wide) == wide_allowed
