@@ -9,8 +9,8 @@ STAMP  := $(VENV)/.agentkern-installed
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "is ignored: it is neither" || true
-	$(BIN)/python -c "import agentkern, torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray]' 2>&1 | grep -v "is ignored: it is neither" || true
+	$(BIN)/python -c "import agentkern, torch, ray; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	touch $(STAMP)
 
 install: $(STAMP)

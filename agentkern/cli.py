@@ -81,6 +81,12 @@ def eval_command(
         print_eval(out, result)
 
 
+# Shared by `optimize` and `bench` (agentkern/executors/).
+Workers = Annotated[Optional[int], typer.Option(min=1, help="Evaluations at once (default: 1 locally; with --executor ray, the cluster's CPUs, or GPUs for a GPU target).")]
+Executor = Annotated[str, typer.Option(help="Where candidates are evaluated: local (sandbox workers here) or ray (a Ray cluster; needs the package's ray extra).")]
+RayAddress = Annotated[Optional[str], typer.Option(help="An existing Ray cluster (HOST:6379 or ray://HOST:10001) for --executor ray; default: a local Ray instance.")]
+
+
 @app.command("optimize")
 def optimize_command(
     problem: Annotated[Optional[str], typer.Argument(help="An op name from kernels_dataset (softmax, matmul, ...) or a problem file; not needed with --resume.")] = None,
@@ -101,6 +107,9 @@ def optimize_command(
     resume: Annotated[Optional[str], typer.Option(help="Continue a run that was interrupted.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
     size: Annotated[Optional[str], typer.Option(help="Problem size: cpu or gpu (the problem's SIZES; default: the target picks).")] = None,
+    workers: Workers = None,
+    executor: Executor = "local",
+    ray_address: RayAddress = None,
 ) -> None:
     """Run the planner/coder/compiler/profiler/critic loop and keep the fastest correct kernel."""
     from agentkern import optimize
@@ -112,7 +121,7 @@ def optimize_command(
     opts = OptimizeOptions(problem=problem or "", target=target, backend=backend, model=model, api_base=api_base,
                            max_iters=max_iters, patience=patience, min_gain=min_gain, k=k, beam=beam,
                            time_budget_s=time_budget, max_cost=max_cost, max_tokens=max_tokens, seed=seed, out=out_dir,
-                           size=size)
+                           size=size, executor=executor, workers=workers, ray_address=ray_address)
     with progress_for(f"agentkern optimize {problem or resume}", json_out) as progress:
         result = optimize.run(opts, resume=resume, on_event=progress)
     if json_out:

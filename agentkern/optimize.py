@@ -95,7 +95,10 @@ def llm_policy(model, store: RunStore, run_id: str):
     return LLMPolicy(model, record)
 
 
-def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, evaluate=None, on_event=None) -> Deps:
+def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, evaluate=None, on_event=None,
+            executor=None) -> Deps:
+    """The run's dependencies. Candidates are evaluated by `evaluate` when given (tests' stand-ins), else
+    by `executor`, else by a new executor made from the options (the caller closes deps.executor)."""
     problem = load_problem(opts.problem)
     target = T.get_target(opts.target)
     # Resolved once for the run: the analysis, every candidate and the counters use the same size.
@@ -109,27 +112,27 @@ def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, ev
         raise UserError("the cpp backend writes CPU kernels: use --target cpu")
     if backend != "cpp" and target.kind == "cpu":
         raise UserError(f"the {backend} backend writes GPU kernels: choose a GPU target (e.g. --target h100)")
+    policy = policy or make_policy(opts, problem.path, backend, store, run_id, target.name,
+                                   _host_features(target, backend))
+    # Last: a Ray instance is not started for a run that the checks above refuse.
     counters = None
     if evaluate is None:
-        from agentkern.harness import WarmPool, hardware_counters
-        from agentkern.harness import evaluate as harness_evaluate
+        from agentkern.executors import make_executor
+        from agentkern.harness import hardware_counters
 
-        pool = WarmPool(home() / "spares")
-
-        def evaluate(problem_path, path, target_name, options):
-            return harness_evaluate(problem_path, path, target_name, options, pool=pool)
+        executor = executor or make_executor(opts.executor, opts.workers, opts.ray_address, target.kind, target.name)
+        evaluate = executor.evaluate
 
         def counters(problem_path, path):
             return hardware_counters(problem_path, path, target.name, EvalOptions(size=size))
 
-    policy = policy or make_policy(opts, problem.path, backend, store, run_id, target.name,
-                                   _host_features(target, backend))
     return Deps(
         run_id=run_id, options=opts, problem_path=problem.path, problem_source=problem.source, target=target,
         backend=backend, policy=policy, evaluate=evaluate, eval_options=EvalOptions(size=size), store=store,
         run_dir=home() / "runs" / run_id, on_event=on_event or (lambda kind, data: None),
         predictor=make_predictor(target, policy, problem.path, size), counters=counters, size_note=size_note,
         retriever=Retriever(),  # opens the knowledge base on first use, by a policy that reads it (an LLM)
+        executor=executor,
     )
 
 
@@ -164,7 +167,9 @@ def make_predictor(target, policy, problem_path: Path, size: str | None = None):
 
 
 def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=None, on_event=None,
-        checkpointer=None) -> dict:
+        checkpointer=None, executor=None) -> dict:
+    """One optimisation run. `executor`: an agentkern.executors.Executor shared with the caller (bench runs
+    several problems on one); without it the run makes its own from opts and closes it at the end."""
     from agentkern.graph import build_graph
 
     store = open_store()
@@ -176,7 +181,18 @@ def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=
 
         opts = OptimizeOptions(**{**json.loads(saved["options"]), **({"out": opts.out} if opts.out else {})})
     run_id = resume or new_run_id(opts.problem)
-    deps = prepare(opts, store, run_id, policy, evaluate, on_event)
+    deps = prepare(opts, store, run_id, policy, evaluate, on_event, executor)
+    try:
+        return _drive(deps, opts, resume, checkpointer)
+    finally:
+        if deps.executor is not None and deps.executor is not executor:
+            deps.executor.close()
+
+
+def _drive(deps: Deps, opts: OptimizeOptions, resume: str | None, checkpointer) -> dict:
+    from agentkern.graph import build_graph
+
+    run_id, store = deps.run_id, deps.store
     if not resume:
         store.start_run(run_id, str(deps.problem_path), deps.target.name, deps.backend, opts.model or "builtin",
                         dataclasses.asdict(opts))

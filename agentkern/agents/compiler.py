@@ -1,4 +1,5 @@
-"""Compiler: builds and checks each draft in the harness's sandbox (one fresh process per candidate).
+"""Compiler: builds and checks each draft in the harness's sandbox (one fresh process per candidate), the
+beam's drafts side by side on the run's executor (agentkern/executors/).
 
 The harness builds, checks correctness and times in one sandboxed evaluation; this node records its verdict,
 and the profiler node reads the measurement. A draft without code (a model reply the coder could not use)
@@ -8,35 +9,63 @@ gets a verdict too, so the critic can say why.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from agentkern.helpers import atomic_write_json, atomic_write_text, sha256_text
 
 
-def _evaluate_once(draft: dict, deps) -> tuple[dict, str]:
-    """Evaluate a draft, or reuse its verdict if this node already did before a kill: a resumed run
-    never evaluates a candidate twice."""
+def _cached(draft: dict, deps) -> tuple[dict | None, Path, str]:
+    """(saved verdict or None, candidate path, source digest). A verdict this node saved before a kill is
+    reused: a resumed run never evaluates a candidate twice."""
     path = deps.run_dir / "candidates" / f"{draft['id']}.py"
-    saved = path.with_suffix(".verdict.json")
     digest = sha256_text(draft["source"])
+    saved = path.with_suffix(".verdict.json")
     if saved.exists():
         cached = json.loads(saved.read_text())
         if cached.get("source_sha256") == digest:
-            return cached["verdict"], str(path)
-    atomic_write_text(path, draft["source"])
-    verdict = deps.evaluate(str(deps.problem_path), path, deps.target.name, deps.eval_options).to_json()
-    atomic_write_json(saved, {"source_sha256": digest, "verdict": verdict})
-    return verdict, str(path)
+            return cached["verdict"], path, digest
+    return None, path, digest
+
+
+def _evaluate_all(drafts: list[dict], deps) -> dict[str, tuple[dict, str]]:
+    """Verdicts by draft id. With an executor (deps.executor) the beam's candidates are evaluated at once,
+    as many in parallel as it has workers; without one (tests' stand-ins), one after the other."""
+    verdicts, pending = {}, []
+    for draft in drafts:
+        cached, path, digest = _cached(draft, deps)
+        if cached is not None:
+            verdicts[draft["id"]] = (cached, str(path))
+            continue
+        atomic_write_text(path, draft["source"])
+        pending.append((draft, path, digest))
+    if deps.executor is not None:
+        from agentkern.executors import EvalTask
+
+        futures = [deps.executor.submit(EvalTask(str(deps.problem_path), str(path), deps.target.name, deps.eval_options))
+                   for _, path, _ in pending]
+        results = [f.result() for f in futures]
+    else:
+        results = [deps.evaluate(str(deps.problem_path), path, deps.target.name, deps.eval_options)
+                   for _, path, _ in pending]
+    for (draft, path, digest), result in zip(pending, results):
+        verdict = result.to_json()
+        atomic_write_json(path.with_suffix(".verdict.json"), {"source_sha256": digest, "verdict": verdict})
+        verdicts[draft["id"]] = (verdict, str(path))
+    return verdicts
 
 
 def run(state: dict, deps) -> dict:
-    results = []
-    for draft in state.get("drafts", []):
+    drafts = state.get("drafts", [])
+    for draft in drafts:
         deps.on_event("compiler", {"candidate": draft["id"]})
+    verdicts = _evaluate_all([d for d in drafts if d.get("source")], deps)
+    results = []
+    for draft in drafts:
         if not draft.get("source"):
             verdict = {"status": "no_code", "correct": False, "error": draft.get("error") or "no code", "details": {}}
             path = None
         else:
-            verdict, path = _evaluate_once(draft, deps)
+            verdict, path = verdicts[draft["id"]]
         results.append({"draft": {k: v for k, v in draft.items() if k != "source"}, "path": path, "verdict": verdict})
         deps.store.step(deps.run_id, state["iteration"], "compiler", f"{draft['id']}: {verdict['status']}",
                         {"candidate": draft["id"], "status": verdict["status"], "error": verdict.get("error")},

@@ -28,6 +28,10 @@ class OptimizeOptions:
     seed: int = 0
     out: str | None = None
     size: str | None = None  # the problem's size, cpu | gpu (agentkern/sizes.py); None: the target picks
+    # Where candidates are evaluated (agentkern/executors/): local sandbox workers or a Ray cluster
+    executor: str = "local"
+    workers: int | None = None  # evaluations at once; None: 1 locally, the cluster's CPUs (or GPUs) on Ray
+    ray_address: str | None = None  # an existing Ray cluster; None: a local Ray instance for the run
 
 
 @dataclass
@@ -54,3 +58,5 @@ class Deps:
     retriever: Any = None
     # Why the problem runs at a size the user did not ask for (a GPU target that is not here: cpu sizes)
     size_note: str | None = None
+    # agentkern.executors.Executor that evaluates the beam's candidates in parallel; None: `evaluate`, in turn
+    executor: Any = None

@@ -77,6 +77,9 @@ def run_command(
                                                    help="Time torch.compile for each solved problem.")] = True,
     compare: Annotated[Optional[str], typer.Option(help="An earlier --json report: list what broke or got slower; exit 1 if any.")] = None,
     threshold: Annotated[float, typer.Option(min=0.0, help="Relative speedup drop that counts as slower (with --compare).")] = 0.10,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="Evaluations at once, and problems in flight (default: 1 locally; the cluster's size with --executor ray).")] = None,
+    executor: Annotated[str, typer.Option(help="Where candidates are evaluated: local (sandbox workers here) or ray.")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(help="An existing Ray cluster (HOST:6379 or ray://HOST:10001); default: a local Ray instance.")] = None,
     json_out: JsonOut = False,
     out_file: OutFile = None,
 ) -> None:
@@ -96,7 +99,8 @@ def run_command(
     found = resolve_suite(suite, limit, only)
     opts = BenchOptions(target=tgt.name, model=model, api_base=api_base, max_iters=max_iters, beam=beam, k=k,
                         baseline=baseline, size=size, seed=seed, time_budget_s=time_budget,
-                        kernels_dir=kernels_dir, compile_baseline=compile_baseline)
+                        kernels_dir=kernels_dir, compile_baseline=compile_baseline, executor=executor,
+                        workers=workers, ray_address=ray_address)
     _say(f"agentkern bench {found.name}: {len(found.problems)} problems from {found.root} on {tgt.name}, "
          f"model {model or 'builtin'}, --max-iters {max_iters}")
     if size is None:
@@ -106,7 +110,11 @@ def run_command(
         _, note = default_size(tgt, is_present(tgt))
         if note:
             _say(f"size: {note}")
-    rows = run_suite(found, opts, on_row=lambda i, n, row: _say(progress_line(i, n, row)))
+    from agentkern.executors import make_executor
+
+    with make_executor(executor, workers, ray_address, tgt.kind, tgt.name) as runner:  # bad input fails here
+        _say(f"candidates evaluated by the {runner.describe()}")
+        rows = run_suite(found, opts, on_row=lambda i, n, row: _say(progress_line(i, n, row)), executor=runner)
     report = build_report(found.name, tgt.name, opts, rows)
     result = None
     if previous is not None:

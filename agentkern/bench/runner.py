@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 import traceback
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -35,6 +36,9 @@ class BenchOptions:
     time_budget_s: float | None = None  # per problem
     kernels_dir: str | None = None  # copy each best kernel to KERNELS_DIR/<problem>/
     compile_baseline: bool = True
+    executor: str = "local"  # where candidates are evaluated (agentkern/executors/)
+    workers: int | None = None  # evaluations (and problems) at once; None: 1 locally, the cluster's size on Ray
+    ray_address: str | None = None
 
 
 def empty_row(ref: ProblemRef) -> dict:
@@ -53,7 +57,7 @@ def classify(message: str) -> str:
     return "error"
 
 
-def run_problem(ref: ProblemRef, opts: BenchOptions) -> dict:
+def run_problem(ref: ProblemRef, opts: BenchOptions, executor=None) -> dict:
     from agentkern import optimize
     from agentkern.agents.deps import OptimizeOptions
 
@@ -64,7 +68,8 @@ def run_problem(ref: ProblemRef, opts: BenchOptions) -> dict:
         result = optimize.run(OptimizeOptions(
             problem=str(ref.path), target=opts.target, model=opts.model, api_base=opts.api_base,
             max_iters=opts.max_iters, beam=opts.beam, seed=opts.seed, time_budget_s=opts.time_budget_s,
-            size=opts.size, out=out_dir))
+            size=opts.size, out=out_dir, executor=opts.executor, workers=opts.workers,
+            ray_address=opts.ray_address), executor=executor)
     except UserError as exc:
         row.update(status=classify(str(exc)), reason=one_line(str(exc)))
     except Exception as exc:  # noqa: BLE001 - a bug or a broken problem must not end the suite
@@ -130,11 +135,35 @@ def _add_compile(row: dict, ref: ProblemRef, opts: BenchOptions) -> None:
         row["speedup_compile"] = row["speedup_eager"] * row["compile_factor"]
 
 
-def run_suite(suite: Suite, opts: BenchOptions, on_row: Callable[[int, int, dict], None] | None = None) -> list[dict]:
-    rows = []
-    for i, ref in enumerate(suite.problems, 1):
-        row = run_problem(ref, opts)
-        rows.append(row)
-        if on_row:
-            on_row(i, len(suite.problems), row)
+def run_suite(suite: Suite, opts: BenchOptions, on_row: Callable[[int, int, dict], None] | None = None,
+              executor=None) -> list[dict]:
+    """Every problem of the suite; the rows in the suite's order, on_row(done, total, row) as each finishes.
+
+    The problems fan out over one executor: as many problems are in flight as it runs evaluations at once,
+    each problem's graph in a thread of this process (the agents wait on models and verdicts), and every
+    candidate evaluation of every problem goes to the executor, which decides where and when it runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    own = executor is None
+    if own:
+        from agentkern.executors import make_executor
+        from agentkern.targets import get_target
+
+        target = get_target(opts.target)
+        executor = make_executor(opts.executor, opts.workers, opts.ray_address, target.kind, target.name)
+    problems = suite.problems
+    rows: list[dict | None] = [None] * len(problems)
+    done = 0
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(executor.capacity, len(problems))),
+                                thread_name_prefix="agentkern-problem") as threads:
+            futures = {threads.submit(run_problem, ref, opts, executor): i for i, ref in enumerate(problems)}
+            for future in as_completed(futures):
+                rows[futures[future]] = row = future.result()  # run_problem turns every failure into a row
+                done += 1
+                if on_row:
+                    on_row(done, len(problems), row)
+    finally:
+        if own:
+            executor.close()
     return rows

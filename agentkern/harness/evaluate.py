@@ -20,7 +20,7 @@ from agentkern import targets as T
 from agentkern.config import cache_dir, home
 from agentkern.errors import UserError
 from agentkern.harness.rejections import Rejected
-from agentkern.harness.sandbox import WarmPool, describe_death, run_worker
+from agentkern.harness.sandbox import WarmPool, describe_death, run_worker, worker_lost
 from agentkern.harness.static_checks import check_source, detect_backend
 from agentkern.helpers import one_line, sha256_text
 from agentkern.problems import load_problem, load_solution
@@ -160,6 +160,8 @@ def evaluate(
     if outcome.result is None:
         status, error = describe_death(outcome, limits)
         result = EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log, "workdir": str(workdir)})
+        if worker_lost(outcome):
+            result.details["worker_lost"] = True
     else:
         raw = outcome.result
         details = {**base, **raw.get("details", {})}

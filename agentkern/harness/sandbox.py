@@ -108,7 +108,7 @@ class WarmPool:
         if self.spare is not None:
             return
         self.root.mkdir(parents=True, exist_ok=True)
-        log_path = self.root / f"spare-{time.monotonic_ns()}.log"
+        log_path = self.root / f"spare-{os.getpid()}-{id(self):x}-{time.monotonic_ns()}.log"
         env = {k: v for k, v in env.items() if k not in PER_REQUEST_VARS}
         proc = _spawn(["--warm"], self.root, env, log_path, subprocess.PIPE)
         self.spare = (proc, log_path, self._key(env))
@@ -169,7 +169,9 @@ def run_worker(
             if now_phase != phase:
                 phase, phase_started = now_phase, time.monotonic()
             limit = limits["compile_timeout_s"] if phase in ("start", "import", "compile") else limits["run_timeout_s"]
-            if time.monotonic() - phase_started > limit:
+            # "queued": waiting for the device's timing lock (device_lock.py), held by another worker that
+            # is under its own limits; the wait is not this candidate's run time.
+            if phase != "queued" and time.monotonic() - phase_started > limit:
                 killed_for = "compile_timeout" if phase in ("start", "import", "compile") else "run_timeout"
             elif _group_rss_bytes(proc.pid) > mem_limit:
                 killed_for = "memory"
@@ -215,6 +217,18 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip() or None
     except OSError:
         return None
+
+
+# Signals that come from outside the candidate: the kernel's OOM killer, an operator, a node shutting down.
+# A worker that died of one of these (and not by our own hand: killed_for is None) was lost, not judged.
+LOST_SIGNALS = (signal.SIGKILL, signal.SIGTERM)
+
+
+def worker_lost(outcome: SandboxOutcome) -> bool:
+    """True when the worker was killed from outside mid-task: the evaluation says nothing about the
+    candidate and deserves another try (agentkern/executors/base.py retries it once)."""
+    rc = outcome.returncode
+    return outcome.result is None and outcome.killed_for is None and rc is not None and -rc in LOST_SIGNALS
 
 
 def describe_death(outcome: SandboxOutcome, limits: dict[str, float]) -> tuple[str, str]:

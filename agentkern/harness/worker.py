@@ -86,6 +86,9 @@ def wait_for_request() -> str | None:
 
 
 def main(request_path: str) -> int:
+    # Also for a worker started for this request: if its parent (an executor's thread, a Ray worker) is
+    # killed, nobody is left to enforce the limits, so the worker goes too.
+    _die_with_parent()
     request = json.loads(Path(request_path).read_text())
     os.environ.update(request.get("env", {}))  # a spare worker learns TMPDIR, TRITON_INTERPRET here
     os.chdir(request.get("cwd", "."))
