@@ -88,6 +88,10 @@ class Executor(abc.ABC):
 
 
 def task_files(task: EvalTask) -> dict:
-    """The task with its files' contents, for an executor whose workers may not share this file system."""
-    return {"problem_name": Path(task.problem_path).name, "problem_source": Path(task.problem_path).read_text(),
+    """The task with its files' contents, for an executor whose workers may not share this file system.
+    The problem may be an op name (`softmax`): it is resolved here, where kernels_dataset/ is."""
+    from agentkern.problems import load_problem
+
+    problem = load_problem(task.problem_path)
+    return {"problem_name": problem.path.name, "problem_source": problem.source,
             "solution_name": Path(task.solution_path).name, "solution_source": Path(task.solution_path).read_text()}
