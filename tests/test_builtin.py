@@ -378,7 +378,12 @@ def test_avx512_micro_kernels_are_offered_only_to_hosts_that_have_it():
     assert wide <= set(T.param_space("matmul", features=avx512)["micro"])
     assert T.default_params("matmul", features=avx2)["micro"] == "6x16"
     assert T.default_params("matmul", features=avx512)["micro"] in wide
-    assert T.default_params("softmax", features=avx512) == T.default_params("softmax")
+    assert T.default_params("reduce", features=avx512) == T.default_params("reduce")
+    for family in ("softmax", "log_softmax", "elementwise"):  # 16-lane vectors where the host has them
+        assert T.param_space(family, features=avx2)["simd"] == ["avx2"]
+        assert T.param_space(family, features=avx512)["simd"] == ["avx2", "avx512"]
+        assert T.default_params(family, features=avx2)["simd"] == "avx2"
+        assert T.default_params(family, features=avx512)["simd"] == "avx512"
 
 
 def test_render_rejects_bad_input(specs):
@@ -404,6 +409,9 @@ CASES = [
     ("softmax", {"algorithm": "three_pass", "block_vecs": 2, "schedule": "dynamic", "prefetch": 1}),
     ("scaled_softmax", {"block_vecs": 8, "prefetch": 1}),
     ("log_softmax", {"algorithm": "three_pass", "block_vecs": 8}),
+    ("softmax_avx512", {"simd": "avx512", "block_vecs": 2, "prefetch": 1}),
+    ("scaled_softmax_avx512", {"simd": "avx512", "algorithm": "three_pass", "block_vecs": 4}),
+    ("log_softmax_avx512", {"simd": "avx512", "block_vecs": 8}),
     ("layernorm_relu", {"algorithm": "one_pass", "accumulators": 4, "unroll": 1, "schedule": "dynamic"}),
     ("rms_hand", {"algorithm": "rows", "accumulators": 4, "block": 1024, "unroll": 4}),
     ("rms_module", {"algorithm": "rows", "unroll": 1}),
@@ -412,6 +420,8 @@ CASES = [
     ("sum_rows", {"block": 4096, "accumulators": 4}),
     ("chain", {"unroll": 1, "schedule": "dynamic"}),
     ("relu", {"stream": "always", "chunk": 4096, "unroll": 2}),
+    ("chain_avx512", {"simd": "avx512", "unroll": 2, "schedule": "dynamic"}),
+    ("gelu_avx512", {"simd": "avx512", "stream": "always", "chunk": 4096}),
     ("linear_gelu", {"micro": "4x24", "pack_a": False, "kc": 128, "mc": 48, "nc": 512, "schedule": "static", "unroll": 1, "prefetch": 0}),
     ("matmul_t", {"micro": "8x8", "kc": 192, "pack_a": False}),
     ("bmm_relu", {"micro": "4x16", "kc": 384, "mc": 144, "nc": 1024}),
@@ -435,8 +445,10 @@ def pool(tmp_path_factory):
 def test_rendered_kernels_pass_the_harness(problems, specs, pool, tmp_path, name, params):
     from agentkern.targets import get_target
 
-    if T.host_features(get_target("cpu").simd_width_bits) != T.host_features(512) and "x32" in params.get("micro", ""):
-        pytest.skip("an AVX-512 micro-kernel on a host without AVX-512")
+    wide = "x32" in params.get("micro", "") or "avx512" in params.values()
+    if T.host_features(get_target("cpu").simd_width_bits) != T.host_features(512) and wide:
+        pytest.skip("an AVX-512 kernel on a host without AVX-512")
+    name = name.removesuffix("_avx512")
     spec = specs[name]
     assert spec["family"], spec["reason"]
     for label, chosen in (("default", {}), ("variant", params)):
