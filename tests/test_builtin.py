@@ -173,6 +173,29 @@ SOURCES = {
         def get_init_inputs():
             return [512]
         """,
+    "attn_odd": """
+        class Model(nn.Module):
+            def forward(self, q, k, v):
+                # 3-D, causal with fewer queries than keys, head dims that are not whole vectors, own scale
+                return F.relu(F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)) * 2.0
+
+        def get_inputs():
+            return [torch.randn(3, 37, 20), torch.randn(3, 53, 20), torch.randn(3, 53, 45)]
+
+        def get_init_inputs():
+            return []
+        """,
+    "attn_mask": """
+        class Model(nn.Module):
+            def forward(self, q, k, v, m):
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+        def get_inputs():
+            return [torch.randn(2, 16, 8), torch.randn(2, 16, 8), torch.randn(2, 16, 8), torch.randn(16, 16)]
+
+        def get_init_inputs():
+            return []
+        """,
     "sort": """
         class Model(nn.Module):
             def forward(self, x):
@@ -296,6 +319,8 @@ SHIPPED = {
     "matmul": ("matmul", {"a": {"input": 0, "trans": False}, "b": {"input": 1, "trans": False}, "batch": 1, "M": 1024, "N": 1024, "K": 1024}, []),
     "relu": ("elementwise", {"input": 0, "chain": [{"op": "relu"}]}, []),
     "sum_rows": ("reduce", {"op": "sum", "dim": -1, "keepdim": False, "input": 0}, []),
+    "attention": ("attention", {"causal": False, "scale": 0.125, "q": 0, "k": 1, "v": 2}, []),
+    "attention_causal": ("attention", {"causal": True, "scale": 0.125, "q": 0, "k": 1, "v": 2}, []),
 }
 
 
@@ -337,6 +362,9 @@ def test_analyze_hand_written_problems(specs):
     chain = specs["chain"]["attrs"]["chain"]
     assert [x["op"] for x in chain] == ["mul", "tanh", "add", "gelu", "mul", "sub", "sigmoid", "add", "rdiv"]
     assert chain[2] == {"op": "add", "input": 1, "bcast": "full"} and chain[5]["bcast"] == "lastdim"
+    s = specs["attn_odd"]
+    assert (s["family"], s["attrs"]["causal"], s["attrs"]["scale"]) == ("attention", True, 0.3)
+    assert [x["op"] for x in s["epilogue"]] == ["relu", "mul"]
     s = specs["residual_layernorm"]
     assert s["family"] == "layernorm" and (s["attrs"]["input"], s["attrs"]["residual"]) == (0, 1)
     assert s["attrs"]["affine"] and s["attrs"]["bias"] and s["epilogue"] == []
@@ -349,6 +377,7 @@ def test_analyze_hand_written_problems(specs):
 
 @pytest.mark.parametrize("name, words", [
     ("sort", "sort"), ("softmax_dim0", "only the last dim"), ("two_branches", "two computed tensors"),
+    ("attn_mask", "attn_mask"),
 ])
 def test_unsupported_problems_give_a_reason(specs, name, words):
     spec = specs[name]
@@ -360,7 +389,7 @@ def test_unsupported_problems_give_a_reason(specs, name, words):
 # ---- templates ------------------------------------------------------------------------------------------------
 def test_template_metadata():
     assert set(T.families()) == {"softmax", "log_softmax", "layernorm", "rmsnorm", "reduce", "elementwise",
-                                 "matmul", "linear", "bmm"}
+                                 "matmul", "linear", "bmm", "attention"}
     for family in T.families():
         space, default = T.param_space(family), T.default_params(family)
         assert space and all(default[k] in v for k, v in space.items())
@@ -429,6 +458,10 @@ CASES = [
     ("matmul_fp16", {"micro": "4x24", "kc": 128, "pack_a": False}),
     ("matmul_bias_gelu", {"micro": "14x32", "kc": 256, "mc": 96}),
     ("matmul_bf16", {"micro": "8x8", "kc": 384, "schedule": "static"}),
+    ("attention_causal", {"mb": 6, "schedule": "static"}),
+    ("attn_odd", {"mb": 8}),
+    ("attn_odd_avx512", {"simd": "avx512", "mb": 6}),
+    ("attention_avx512", {"simd": "avx512", "mb": 8, "schedule": "static"}),
 ]
 FAST = EvalOptions(time_budget_s=0.05, min_timed_calls=3, max_timed_calls=5, run_timeout_s=60, memory_limit_gb=4)
 

@@ -138,12 +138,17 @@ META = {
 }
 
 
-@pytest.mark.parametrize("family", T.families())
+@pytest.mark.parametrize("family", [f for f in T.families() if f != "attention"])
 def test_triton_parameter_contract(family):
     space, default, stage = META[T.TEMPLATE_OF[family]]
     assert T.param_space(family, "triton") == space
     assert T.default_params(family, "triton") == default
     assert T.param_stages(family, "triton") == stage
+
+
+def test_attention_has_no_triton_template_and_says_so():
+    with pytest.raises(T.TemplateError, match="no triton template for attention"):
+        T.param_space("attention", "triton")
 
 
 def test_every_parameter_value_renders_valid_python(specs):

@@ -108,6 +108,17 @@ def _lower(name: str, args: list, kw: dict) -> N:
             w, b, eps = arg(2, "weight"), None, arg(3, "eps")
         eps = FP32_EPS if eps is None else float(eps)
         return N(name, [x, w, b], {"normalized_shape": shape, "eps": eps, "tuple": False})
+    if name == "scaled_dot_product_attention":
+        q, k, v = arg(0, "query"), arg(1, "key"), arg(2, "value")
+        if arg(3, "attn_mask") is not None:
+            raise Unsupported("attention with an attn_mask")
+        if arg(4, "dropout_p", 0.0) != 0.0:
+            raise Unsupported("attention with dropout")
+        if kw.get("enable_gqa"):
+            raise Unsupported("attention with enable_gqa")
+        scale = arg(6, "scale")
+        return N("sdpa", [q, k, v], {"causal": bool(arg(5, "is_causal", False)),
+                                     "scale": None if scale is None else float(scale)})
     if name in ("mm", "bmm", "matmul"):
         return N(name, [x, arg(1, "other", kw.get("mat2"))])
     if name == "linear":

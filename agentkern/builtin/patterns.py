@@ -1,7 +1,8 @@
 """Match a canonical op graph (ir.py) against the families the templates implement.
 
 The shape every family shares: `output = chain(core(inputs))`, where `core` is at most one heavy op reading
-model inputs directly (softmax, a norm, a last-dim reduction, a GEMM, or nothing: the elementwise family)
+model inputs directly (softmax, a norm, a last-dim reduction, a GEMM, attention, or nothing: the elementwise
+family)
 and `chain` is a list of elementwise steps, each a unary op or a binary op whose other side is a python
 scalar, a model input, or a parameter. The matcher walks back from the output: elementwise steps go on the
 chain until the core is reached. Hand-written RMSNorm (`x * rsqrt(mean(x^2, -1, keepdim) + eps)`) is found
@@ -270,7 +271,22 @@ def _handwritten_rms(n: N):
     return None
 
 
+def _attention(n: N) -> tuple[str, dict]:
+    q, k, v = n.args
+    shapes = [tuple(t.shape) if isinstance(t, N) and t.shape is not None else None for t in (q, k, v)]
+    if None in shapes or min(len(s) for s in shapes) < 2:
+        raise Unsupported("attention of tensors with unknown or fewer than 2 dims")
+    (*qb, _, d), (*kb, skv, dk), (*vb, sv, _) = shapes
+    if not (qb == kb == vb) or dk != d or sv != skv:
+        raise Unsupported(f"attention with broadcast or mismatched shapes q{list(shapes[0])} k{list(shapes[1])} v{list(shapes[2])}")
+    scale = n.attrs["scale"] if n.attrs["scale"] is not None else 1.0 / math.sqrt(d)
+    return "attention", {"causal": n.attrs["causal"], "scale": scale, "q": _input(q, "attention"),
+                         "k": _input(k, "attention"), "v": _input(v, "attention")}
+
+
 def _core(n: N, names: Names):
+    if n.op == "sdpa":
+        return (*_attention(n), [])
     if n.op in ("softmax", "log_softmax"):
         return (*_softmax(n), [])
     if n.op in ("layer_norm", "rms_norm"):

@@ -20,6 +20,7 @@ from agentkern.config import dataset_dir
 TEMPLATE_OF = {
     "softmax": "softmax", "log_softmax": "softmax", "layernorm": "layernorm", "rmsnorm": "rmsnorm",
     "reduce": "reduce", "elementwise": "elementwise", "matmul": "matmul", "linear": "matmul", "bmm": "matmul",
+    "attention": "attention",
 }
 
 
@@ -174,6 +175,9 @@ def summary(spec: dict) -> str:
         core = f"{fam}({x}, {a['normalized_shape']}, eps={a['eps']:g}{', weight' if a['affine'] else ''}{', bias' if a.get('bias') else ''})"
     elif fam == "reduce":
         core = f"x.{a['op']}(dim=-1{', keepdim=True' if a['keepdim'] else ''})"
+    elif fam == "attention":
+        core = (f"softmax(input{a['q']} @ input{a['k']}^T * {a['scale']:.6g}{', causal' if a['causal'] else ''})"
+                f" @ input{a['v']}")
     elif fam == "elementwise":
         return describe_chain(a["chain"], f"input{a['input']}")
     else:
