@@ -53,8 +53,10 @@ def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: 
 
         spec = analyze_problem(problem_path, size=opts.size)
         if spec.get("family") and not _has_template(spec["family"], backend):
+            other = "triton" if backend != "triton" and _has_template(spec["family"], "triton") else None
+            hint = f"use --backend {other}, or --model with an LLM" if other else "use --model with an LLM"
             raise UserError(f"the built-in model has no {backend} template for {spec['family']} (it writes C++ for "
-                            "--target cpu and Triton for GPUs); use --backend triton, or --model with an LLM")
+                            f"--target cpu and Triton for GPUs); {hint}")
         if not spec.get("family"):
             raise UserError(f"the built-in model does not recognise this problem ({spec.get('reason')}); "
                             "use --model with an LLM (e.g. --model openai/gpt-4o)")
