@@ -93,15 +93,39 @@ def test_local_executor_runs_a_suite_in_parallel_with_the_expected_verdicts():
     assert all(r.details["attempts"] == 1 for r in results)
 
 
-def test_timing_waits_for_the_device_lock_and_nothing_else_does(tmp_path):
-    """With the CPU's timing lock held (as another worker timing would hold it), an evaluation loads,
-    compiles and checks correctness, then waits in the "queued" phase; it is timed once the lock is free."""
+def test_a_measurement_waits_for_builds_and_builds_wait_for_a_measurement():
+    """The device lock (harness/device_lock.py): a candidate runs (correctness, timing) only when no other
+    worker builds or runs on the device, and builds share the device with each other."""
+    import fcntl
+
+    from agentkern.harness.device_lock import building, lock_dir, timing_lock
+
+    def can(mode) -> bool:
+        fd = os.open(lock_dir() / "device-cpu.lock", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    with timing_lock("cpu"):
+        assert not can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
+    with building("cpu"):
+        assert can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
+    assert can(fcntl.LOCK_EX)
+
+
+def test_an_evaluation_runs_its_candidate_only_when_the_device_is_free(tmp_path):
+    """With another worker's build holding the CPU (shared), an evaluation builds beside it, then waits in
+    the "queued" phase before running its candidate; it runs once the build is over."""
     from agentkern.config import home
-    from agentkern.harness.device_lock import timing_lock
+    from agentkern.harness.device_lock import building
 
     started = time.time()
     with LocalExecutor(1) as executor:
-        with timing_lock("cpu"):
+        with building("cpu"):
             future = executor.submit(EvalTask("relu", str(ROOT / "kernels_dataset/solutions/relu_cpp.py"), "cpu",
                                               fast_options(run_timeout_s=5)))
 
@@ -109,7 +133,7 @@ def test_timing_waits_for_the_device_lock_and_nothing_else_does(tmp_path):
                 return any(p.read_text() == "queued" for p in (home() / "evals").glob("*/phase")
                            if p.stat().st_mtime >= started - 1)
 
-            _wait_for(queued, "the evaluation to queue for the timing lock")
+            _wait_for(queued, "the evaluation to queue for the device")
             assert not future.done()
         result = future.result(timeout=DEADLINE_S)
     assert result.status == "ok" and result.speedup, result.error

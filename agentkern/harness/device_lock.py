@@ -1,18 +1,24 @@
-"""One timing at a time per device: an exclusive file lock held for the whole timing phase.
+"""Measurements never share a device: the candidate runs alone, builds overlap.
 
-Several evaluations may run at once (`--workers N`, a Ray node running several tasks). Loading, compiling
-and checking correctness overlap freely; measuring does not: a worker takes the device's lock before its
-first timed call and the kernel releases it when the worker exits or finishes timing, even if it is killed
-(flock locks belong to the open file, which dies with the process). So two measurements never share the
-CPU's cores or a GPU.
+Several evaluations may run at once (`--workers N`, a Ray node running several tasks). Each device has a
+readers-writer lock made of flock()s on files in a lock folder:
+- `timing_lock(device)`, exclusive: held while the candidate runs on the device (correctness trials and
+  timing), by the torch.compile baseline while it is checked and timed, and by the counters' run. Two
+  candidates never run on the same cores or GPU at once, so neither measurement is disturbed by the other,
+  nor do two correctness checks' OpenMP threads fight over the same cores.
+- `building(device)`, shared, CPU only: held while a worker imports and builds (g++, torch.compile,
+  torch's import in a spare). Builds overlap one another, never a measurement: on a CPU they take cores.
+  On a GPU a build runs on the CPU and does not disturb the GPU, so it takes no lock there.
+A waiting writer goes first: it takes the `gate` before waiting for the device, and new readers pass the
+gate only one at a time, so a steady stream of builds cannot starve a measurement. flock locks belong to
+the open file and die with the process: a killed worker never leaves a lock held.
 
-The lock file is keyed by what is being measured:
-- the CPU: one lock per machine (`timing-cpu.lock`): OpenMP kernels and torch use every core;
-- a GPU: one lock per physical GPU, keyed by its UUID, not its index: with CUDA_VISIBLE_DEVICES (which
+Lock files are keyed by device:
+- the CPU: one set per machine (`cpu`): OpenMP kernels and torch use every core;
+- a GPU: one set per physical GPU, keyed by its UUID, not its index: with CUDA_VISIBLE_DEVICES (which
   Ray sets for each task) two processes both see "cuda:0" on different GPUs, and must not wait on
   each other.
-
-It lives in AGENTKERN_LOCK_DIR when set, else AGENTKERN_HOME/locks: every worker on the node that shares
+They live in AGENTKERN_LOCK_DIR when set, else AGENTKERN_HOME/locks: every worker on the node that shares
 that folder is serialised (point several AGENTKERN_HOMEs at one AGENTKERN_LOCK_DIR to serialise them too).
 """
 
@@ -39,9 +45,11 @@ def lock_dir() -> Path:
 
 def device_key(device) -> str:
     """'cpu', or 'gpu-<uuid>' for the CUDA device `device` (a torch.device) in this process."""
-    if getattr(device, "type", str(device)) != "cuda":
+    if getattr(device, "type", str(device).split(":")[0]) != "cuda":
         return "cpu"
     import torch
+
+    device = torch.device(device)
 
     index = device.index if device.index is not None else torch.cuda.current_device()
     uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
@@ -51,13 +59,41 @@ def device_key(device) -> str:
     return f"gpu-{uuid if uuid is not None else index}"
 
 
+def _open(device, role: str) -> int:
+    name = re.sub(r"[^\w.-]+", "_", device_key(device))
+    return os.open(lock_dir() / f"{role}-{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)  # not inherited
+
+
 @contextlib.contextmanager
 def timing_lock(device):
-    """Hold the device's timing lock for the duration of the block (blocks until it is free)."""
-    name = re.sub(r"[^\w.-]+", "_", device_key(device))
-    fd = os.open(lock_dir() / f"timing-{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    """The device to this process alone for the block (blocks until every other holder has left)."""
+    gate, device_fd = _open(device, "gate"), _open(device, "device")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(gate, fcntl.LOCK_EX)  # readers arriving from now on wait behind us
+        fcntl.flock(device_fd, fcntl.LOCK_EX)
+        os.close(gate)
+        gate = None
         yield
     finally:
-        os.close(fd)  # closing the last descriptor releases the lock
+        if gate is not None:
+            os.close(gate)
+        os.close(device_fd)  # closing the last descriptor releases the lock
+
+
+@contextlib.contextmanager
+def building(device):
+    """A build or import on the CPU: beside other builds, never beside a measurement. No lock on a GPU."""
+    if device_key(device) != "cpu":
+        yield
+        return
+    gate, device_fd = _open(device, "gate"), _open(device, "device")
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)  # wait for any measurement that is queued first
+        fcntl.flock(device_fd, fcntl.LOCK_SH)
+        os.close(gate)
+        gate = None
+        yield
+    finally:
+        if gate is not None:
+            os.close(gate)
+        os.close(device_fd)

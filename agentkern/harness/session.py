@@ -256,26 +256,30 @@ class EvalSession:
         self.snapshot.check()
         return {"reference": ref.summary(), "kernel": cand.summary(), "mode": self.opts["mode"]}
 
-    def _time_alone(self) -> dict:
-        """_time() while holding the device's timing lock (device_lock.py): evaluations running beside this
-        one compile and check correctness meanwhile, but never measure at the same time. Waiting for the
-        lock is its own phase ("queued"), which the parent does not count against the run time limit."""
-        from agentkern.harness.device_lock import timing_lock
-
-        self.phase.enter("queued")
-        t0 = _perf()
-        with timing_lock(self.device):
-            self.timings["queued_s"] = _perf() - t0
-            self.phase.enter("timing")
-            return self._time()
-
     # ---- the whole evaluation ------------------------------------------------------------------------
     def run(self) -> dict:
+        """Load (build) beside other evaluations, then run the candidate with the device to itself
+        (device_lock.py): correctness and timing hold the device's exclusive lock, so a measurement never
+        shares the cores or the GPU with another evaluation, and two correctness checks never fight over
+        the same cores. Waiting for it is its own phase ("queued"), not counted against the run limit."""
+        from agentkern.harness.device_lock import building, timing_lock
+
         t0 = _perf()
         try:
-            self._load()
+            with building(self.device):
+                self._load()
         except Rejected as rej:
             return self._rejected(rej)
+        self.phase.enter("queued")
+        queued = _perf()
+        with timing_lock(self.device):
+            self.timings["queued_s"] = _perf() - queued
+            result = self._run_alone()
+        self.timings["worker_total_s"] = _perf() - t0
+        self.details["phases"] = self.timings
+        return result
+
+    def _run_alone(self) -> dict:
         self.phase.enter("run")
         t1 = _perf()
         try:
@@ -286,20 +290,19 @@ class EvalSession:
         result = {**verdict, "details": self.details}
         self.details["work"] = self._work()
         if verdict["correct"] and self.req["timing"] == "measure" and self.opts["check_timing"]:
+            self.phase.enter("timing")
             t2 = _perf()
             try:
-                timing = self._time_alone()
+                timing = self._time()
             except Rejected as rej:
                 return self._rejected(rej)
-            self.timings["timing_s"] = _perf() - t2 - self.timings["queued_s"]
+            self.timings["timing_s"] = _perf() - t2
             self.details["timing"] = timing
             result["reference_ms"] = timing["reference"]["median_ms"]
             result["kernel_ms"] = timing["kernel"]["median_ms"]
             result["speedup"] = result["reference_ms"] / result["kernel_ms"] if result["kernel_ms"] > 0 else None
         elif verdict["correct"]:
             self.details["timing"] = {"unavailable": self.req["timing"]}
-        self.timings["worker_total_s"] = _perf() - t0
-        self.details["phases"] = self.timings
         return result
 
     def _rejected(self, rej: Rejected) -> dict:

@@ -76,9 +76,12 @@ def _die_with_parent() -> None:
 def wait_for_request() -> str | None:
     """A spare worker: do the slow imports now, then wait for the parent to send a request's path."""
     _die_with_parent()
-    import torch  # noqa: F401
+    from agentkern.harness.device_lock import building
 
-    import agentkern.harness.session  # noqa: F401
+    with building("cpu"):  # importing torch takes a core: never while another worker is measuring
+        import torch  # noqa: F401
+
+        import agentkern.harness.session  # noqa: F401
 
     print(READY_LINE, flush=True)
     line = sys.stdin.readline().strip()
