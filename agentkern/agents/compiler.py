@@ -38,19 +38,25 @@ def _evaluate_all(drafts: list[dict], deps) -> dict[str, tuple[dict, str]]:
             continue
         atomic_write_text(path, draft["source"])
         pending.append((draft, path, digest))
-    if deps.executor is not None:
-        from agentkern.executors import EvalTask
 
-        futures = [deps.executor.submit(EvalTask(str(deps.problem_path), str(path), deps.target.name, deps.eval_options))
-                   for _, path, _ in pending]
-        results = [f.result() for f in futures]
-    else:
-        results = [deps.evaluate(str(deps.problem_path), path, deps.target.name, deps.eval_options)
-                   for _, path, _ in pending]
-    for (draft, path, digest), result in zip(pending, results):
+    def keep(item, result) -> None:  # saved as soon as it is known: a kill loses no finished evaluation
+        draft, path, digest = item
         verdict = result.to_json()
         atomic_write_json(path.with_suffix(".verdict.json"), {"source_sha256": digest, "verdict": verdict})
         verdicts[draft["id"]] = (verdict, str(path))
+
+    if deps.executor is not None:
+        from concurrent.futures import as_completed
+
+        from agentkern.executors import EvalTask
+
+        futures = {deps.executor.submit(EvalTask(str(deps.problem_path), str(item[1]), deps.target.name,
+                                                 deps.eval_options)): item for item in pending}
+        for future in as_completed(futures):
+            keep(futures[future], future.result())
+    else:
+        for item in pending:
+            keep(item, deps.evaluate(str(deps.problem_path), item[1], deps.target.name, deps.eval_options))
     return verdicts
 
 
