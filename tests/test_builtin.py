@@ -407,8 +407,8 @@ def test_avx512_micro_kernels_are_offered_only_to_hosts_that_have_it():
     assert wide <= set(T.param_space("matmul", features=avx512)["micro"])
     assert T.default_params("matmul", features=avx2)["micro"] == "6x16"
     assert T.default_params("matmul", features=avx512)["micro"] in wide
-    assert T.default_params("reduce", features=avx512) == T.default_params("reduce")
-    for family in ("softmax", "log_softmax", "elementwise"):  # 16-lane vectors where the host has them
+    assert T.default_params("matmul", features=avx512)["micro"] != T.default_params("matmul")["micro"]
+    for family in ("softmax", "log_softmax", "elementwise", "reduce", "rmsnorm", "layernorm", "attention"):
         assert T.param_space(family, features=avx2)["simd"] == ["avx2"]
         assert T.param_space(family, features=avx512)["simd"] == ["avx2", "avx512"]
         assert T.default_params(family, features=avx2)["simd"] == "avx2"
@@ -458,6 +458,12 @@ CASES = [
     ("matmul_fp16", {"micro": "4x24", "kc": 128, "pack_a": False}),
     ("matmul_bias_gelu", {"micro": "14x32", "kc": 256, "mc": 96}),
     ("matmul_bf16", {"micro": "8x8", "kc": 384, "schedule": "static"}),
+    ("amax_avx512", {"simd": "avx512", "accumulators": 4, "algorithm": "rows"}),
+    ("max_long_avx512", {"simd": "avx512", "block": 1024}),
+    ("sum_rows_avx512", {"simd": "avx512", "block": 4096}),
+    ("layernorm_relu_avx512", {"simd": "avx512", "algorithm": "one_pass", "unroll": 1}),
+    ("residual_layernorm_avx512", {"simd": "avx512", "algorithm": "two_pass"}),
+    ("rms_hand_avx512", {"simd": "avx512", "algorithm": "split_rows", "unroll": 2}),
     ("attention_causal", {"mb": 6, "schedule": "static"}),
     ("attn_odd", {"mb": 8}),
     ("attn_odd_avx512", {"simd": "avx512", "mb": 6}),
