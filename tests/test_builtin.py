@@ -466,8 +466,8 @@ CASES = [
     ("rms_hand_avx512", {"simd": "avx512", "algorithm": "split_rows", "unroll": 2}),
     ("attention_causal", {"mb": 6, "schedule": "static"}),
     ("attn_odd", {"mb": 8}),
-    ("attn_odd_avx512", {"simd": "avx512", "mb": 6}),
-    ("attention_avx512", {"simd": "avx512", "mb": 8, "schedule": "static"}),
+    ("attn_odd_avx512", {"simd": "avx512", "mb": 6, "nv": 4}),
+    ("attention_avx512", {"simd": "avx512", "mb": 8, "nv": 1, "schedule": "dynamic"}),
 ]
 FAST = EvalOptions(time_budget_s=0.05, min_timed_calls=3, max_timed_calls=5, run_timeout_s=60, memory_limit_gb=4)
 

@@ -105,3 +105,16 @@ def test_result_is_json_serialisable(tmp_path):
     honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise=""))
     result = evaluate("relu", honest, "cpu", fast_options())
     assert json.loads(json.dumps(result.to_json()))["status"] == "ok"
+
+
+def test_attention_flops_are_counted_on_cpu():
+    """torch's flop registry knows the GPU attention kernels only; the CPU one must count too (roofline)."""
+    import torch
+    import torch.nn.functional as F
+
+    from agentkern.harness.guards import OpRecorder
+
+    q, k, v = torch.randn(2, 3, 16, 8), torch.randn(2, 3, 24, 8), torch.randn(2, 3, 24, 8)
+    with torch.no_grad(), OpRecorder() as recorder:
+        F.scaled_dot_product_attention(q, k, v)
+    assert recorder.flops == 2 * (2 * 2 * 3 * 16 * 24 * 8)  # q @ k^T and p @ v

@@ -20,7 +20,7 @@ import builtins
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry
+from torch.utils.flop_counter import flop_registry, sdpa_flop_count
 
 from agentkern.harness.rejections import Rejected
 
@@ -205,6 +205,9 @@ class OpRecorder(TorchDispatchMode):
         count = flop_registry.get(packet)
         if count is not None:
             self.flops += count(*args, **kwargs, out_val=out)
+        elif packet.__name__ == "_scaled_dot_product_flash_attention_for_cpu":
+            # torch's registry has the GPU attention kernels only; the CPU one does the same work
+            self.flops += sdpa_flop_count(args[0].shape, args[1].shape, args[2].shape)
         return out
 
     def compute_families(self) -> set[str]:
