@@ -118,3 +118,7 @@ def test_attention_flops_are_counted_on_cpu():
     with torch.no_grad(), OpRecorder() as recorder:
         F.scaled_dot_product_attention(q, k, v)
     assert recorder.flops == 2 * (2 * 2 * 3 * 16 * 24 * 8)  # q @ k^T and p @ v
+    with torch.no_grad(), OpRecorder() as recorder:
+        F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    seen = sum(min(i + 1, 24) for i in range(16))  # query i sees keys 0..i
+    assert recorder.flops == 2 * (2 * 2 * 3 * seen * 8)

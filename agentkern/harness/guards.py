@@ -183,6 +183,21 @@ def op_family(op: str) -> str:
     return _FAMILY_OF.get(op, op.rstrip("_"))  # relu_ and relu are one op
 
 
+def _causal_share(args: tuple, kwargs: dict) -> float:
+    """The share of the (query, key) pairs causal attention computes (query i sees keys 0..i): the least work
+    a correct kernel does, so a kernel that skips the masked half is not flagged as beating the roofline.
+    torch's formula counts every pair whatever is_causal says. 1.0 when not causal."""
+    causal = args[4] if len(args) > 4 else kwargs.get("is_causal", False)
+    if not causal:
+        return 1.0
+    sq, skv = args[0].shape[-2], args[1].shape[-2]
+    if sq == 0 or skv == 0:
+        return 1.0
+    full = max(0, min(sq, skv))  # rows i < skv see i + 1 keys; later rows see all skv
+    seen = full * (full + 1) // 2 + (sq - full) * skv
+    return seen / (sq * skv)
+
+
 class OpRecorder(TorchDispatchMode):
     """Records the aten ops dispatched while active (after autograd, so torch.softmax shows as _softmax),
     and counts their FLOPs with torch's own formulas (torch.utils.flop_counter's registry)."""
@@ -207,7 +222,7 @@ class OpRecorder(TorchDispatchMode):
             self.flops += count(*args, **kwargs, out_val=out)
         elif packet.__name__ == "_scaled_dot_product_flash_attention_for_cpu":
             # torch's registry has the GPU attention kernels only; the CPU one does the same work
-            self.flops += sdpa_flop_count(args[0].shape, args[1].shape, args[2].shape)
+            self.flops += sdpa_flop_count(args[0].shape, args[1].shape, args[2].shape) * _causal_share(args, kwargs)
         return out
 
     def compute_families(self) -> set[str]:
