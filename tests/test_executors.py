@@ -93,12 +93,12 @@ def test_local_executor_runs_a_suite_in_parallel_with_the_expected_verdicts():
     assert all(r.details["attempts"] == 1 for r in results)
 
 
-def test_a_measurement_waits_for_builds_and_builds_wait_for_a_measurement():
-    """The device lock (harness/device_lock.py): a candidate runs (correctness, timing) only when no other
-    worker builds or runs on the device, and builds share the device with each other."""
+def test_a_measurement_waits_for_builds_and_checks_and_they_wait_for_a_measurement():
+    """The device lock (harness/device_lock.py): a candidate is timed only when no other worker builds,
+    checks or times on the device; builds and correctness checks share the device with each other."""
     import fcntl
 
-    from agentkern.harness.device_lock import building, lock_dir, timing_lock
+    from agentkern.harness.device_lock import building, checking, lock_dir, timing_lock
 
     def can(mode) -> bool:
         fd = os.open(lock_dir() / "device-cpu.lock", os.O_RDWR | os.O_CREAT)
@@ -112,14 +112,15 @@ def test_a_measurement_waits_for_builds_and_builds_wait_for_a_measurement():
 
     with timing_lock("cpu"):
         assert not can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
-    with building("cpu"):
-        assert can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
+    for shared in (building, checking):
+        with shared("cpu"):
+            assert can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
     assert can(fcntl.LOCK_EX)
 
 
-def test_an_evaluation_runs_its_candidate_only_when_the_device_is_free(tmp_path):
-    """With another worker's build holding the CPU (shared), an evaluation builds beside it, then waits in
-    the "queued" phase before running its candidate; it runs once the build is over."""
+def test_an_evaluation_times_its_candidate_only_when_the_device_is_free(tmp_path):
+    """With another worker's build holding the CPU (shared), an evaluation builds and checks its candidate
+    beside it, then waits in the "queued timing" phase; it is timed once the build is over."""
     from agentkern.config import home
     from agentkern.harness.device_lock import building
 
@@ -130,14 +131,15 @@ def test_an_evaluation_runs_its_candidate_only_when_the_device_is_free(tmp_path)
                                               fast_options(run_timeout_s=5)))
 
             def queued():
-                return any(p.read_text() == "queued" for p in (home() / "evals").glob("*/phase")
+                return any(p.read_text() == "queued timing" for p in (home() / "evals").glob("*/phase")
                            if p.stat().st_mtime >= started - 1)
 
             _wait_for(queued, "the evaluation to queue for the device")
             assert not future.done()
         result = future.result(timeout=DEADLINE_S)
     assert result.status == "ok" and result.speedup, result.error
-    assert result.details["phases"]["queued_s"] > 0
+    phases = result.details["phases"]
+    assert phases["queued_s"] > 0 and phases["correctness_s"] > 0 and phases["timing_s"] > 0
 
 
 def test_a_killed_local_worker_is_retried_once(tmp_path):

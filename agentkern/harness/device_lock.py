@@ -1,17 +1,18 @@
-"""Measurements never share a device: the candidate runs alone, builds overlap.
+"""Measurements never share a device: a candidate is timed alone; builds and checks overlap.
 
 Several evaluations may run at once (`--workers N`, a Ray node running several tasks). Each device has a
 readers-writer lock made of flock()s on files in a lock folder:
-- `timing_lock(device)`, exclusive: held while the candidate runs on the device (correctness trials and
-  timing), by the torch.compile baseline while it is checked and timed, and by the counters' run. Two
-  candidates never run on the same cores or GPU at once, so neither measurement is disturbed by the other,
-  nor do two correctness checks' OpenMP threads fight over the same cores.
+- `timing_lock(device)`, exclusive: held while a candidate is timed, by the torch.compile baseline while it
+  is checked and timed, and by the counters' run. Nothing else runs on the device meanwhile: not another
+  measurement, not a correctness check, not a build.
+- `checking(device)`, shared: held while a candidate's correctness trials run. Checks overlap one another
+  and builds (a check's verdict does not depend on its speed), never a measurement.
 - `building(device)`, shared, CPU only: held while a worker imports and builds (g++, torch.compile,
-  torch's import in a spare). Builds overlap one another, never a measurement: on a CPU they take cores.
-  On a GPU a build runs on the CPU and does not disturb the GPU, so it takes no lock there.
+  torch's import in a spare). On a CPU a build takes a core, so it never runs beside a measurement; on a
+  GPU a build runs on the CPU and does not disturb the GPU, so it takes no lock there.
 A waiting writer goes first: it takes the `gate` before waiting for the device, and new readers pass the
-gate only one at a time, so a steady stream of builds cannot starve a measurement. flock locks belong to
-the open file and die with the process: a killed worker never leaves a lock held.
+gate only one at a time, so a steady stream of builds and checks cannot starve a measurement. flock locks
+belong to the open file and die with the process: a killed worker never leaves a lock held.
 
 Lock files are keyed by device:
 - the CPU: one set per machine (`cpu`): OpenMP kernels and torch use every core;
@@ -82,10 +83,24 @@ def timing_lock(device):
 
 @contextlib.contextmanager
 def building(device):
-    """A build or import on the CPU: beside other builds, never beside a measurement. No lock on a GPU."""
+    """A build or import on the CPU: beside other builds and checks, never beside a measurement. No lock on
+    a GPU, where a build runs on the CPU."""
     if device_key(device) != "cpu":
         yield
         return
+    with _shared(device):
+        yield
+
+
+@contextlib.contextmanager
+def checking(device):
+    """Correctness trials on `device`: beside other checks and builds, never beside a measurement."""
+    with _shared(device):
+        yield
+
+
+@contextlib.contextmanager
+def _shared(device):
     gate, device_fd = _open(device, "gate"), _open(device, "device")
     try:
         fcntl.flock(gate, fcntl.LOCK_EX)  # wait for any measurement that is queued first

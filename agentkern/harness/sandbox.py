@@ -24,6 +24,9 @@ from pathlib import Path
 from agentkern.helpers import atomic_write_json, one_line, tail
 
 POLL_S = 0.02
+# The memory check reads /proc/*/stat for every process on the machine (0.6 ms with 65 processes, more on a
+# busy host), and it runs in agentkern's process while a candidate may be timed: every 5th poll is enough.
+MEMORY_POLL_EVERY = 5
 
 
 @dataclass
@@ -162,18 +165,24 @@ def run_worker(
     else:
         log_path = workdir / "worker.log"
         proc = _spawn([str(request_path)], workdir, env, log_path, subprocess.DEVNULL, prefix)
+    if pool is not None and not prefix:
+        # The next spare imports torch now, beside this evaluation's build and check: its import holds the
+        # device's shared lock (device_lock.py), so it never runs while a candidate is timed.
+        pool.refill(env)
+    polls = 0
     try:
         while proc.poll() is None:
             time.sleep(POLL_S)
+            polls += 1
             now_phase = _read(workdir / "phase") or phase
             if now_phase != phase:
                 phase, phase_started = now_phase, time.monotonic()
             limit = limits["compile_timeout_s"] if phase in ("start", "import", "compile") else limits["run_timeout_s"]
-            # "queued": waiting for the device's timing lock (device_lock.py), held by another worker that
-            # is under its own limits; the wait is not this candidate's run time.
-            if phase != "queued" and time.monotonic() - phase_started > limit:
+            # "queued ...": waiting for the device (device_lock.py), held by another worker that is under
+            # its own limits; the wait is not this candidate's run time.
+            if not phase.startswith("queued") and time.monotonic() - phase_started > limit:
                 killed_for = "compile_timeout" if phase in ("start", "import", "compile") else "run_timeout"
-            elif _group_rss_bytes(proc.pid) > mem_limit:
+            elif polls % MEMORY_POLL_EVERY == 0 and _group_rss_bytes(proc.pid) > mem_limit:
                 killed_for = "memory"
             if killed_for:
                 _kill_group(proc)
@@ -191,9 +200,7 @@ def run_worker(
     if warm is not None:  # keep the log with the evaluation it belongs to
         log_path = Path(shutil.move(log_path, workdir / "worker.log"))
     if pool is not None:
-        # Only now: a spare importing torch during this evaluation would take a core from the kernel
-        # being timed. It imports while the caller works on the next candidate.
-        pool.refill(env)
+        pool.refill(env)  # when no spare was started above
     result = None
     result_path = workdir / "result.json"
     if result_path.exists() and killed_for is None:

@@ -7,6 +7,7 @@ instead of the answer. Comparison functions and timers were bound before the can
 
 from __future__ import annotations
 
+import contextlib
 import random
 import secrets
 import time
@@ -258,11 +259,11 @@ class EvalSession:
 
     # ---- the whole evaluation ------------------------------------------------------------------------
     def run(self) -> dict:
-        """Load (build) beside other evaluations, then run the candidate with the device to itself
-        (device_lock.py): correctness and timing hold the device's exclusive lock, so a measurement never
-        shares the cores or the GPU with another evaluation, and two correctness checks never fight over
-        the same cores. Waiting for it is its own phase ("queued"), not counted against the run limit."""
-        from agentkern.harness.device_lock import building, timing_lock
+        """Load (build) and check correctness beside other evaluations, then time the candidate with the
+        device to itself (device_lock.py): a measurement never shares the cores or the GPU with another
+        evaluation's build, check or measurement. Waiting for the device is its own phase ("queued"), not
+        counted against the run limit."""
+        from agentkern.harness.device_lock import building, checking
 
         t0 = _perf()
         try:
@@ -270,26 +271,40 @@ class EvalSession:
                 self._load()
         except Rejected as rej:
             return self._rejected(rej)
-        self.phase.enter("queued")
-        queued = _perf()
-        with timing_lock(self.device):
-            self.timings["queued_s"] = _perf() - queued
-            result = self._run_alone()
-        self.timings["worker_total_s"] = _perf() - t0
-        self.details["phases"] = self.timings
-        return result
-
-    def _run_alone(self) -> dict:
-        self.phase.enter("run")
-        t1 = _perf()
         try:
-            verdict = self._check_correctness()
-        except Rejected as rej:
-            return self._rejected(rej)
-        self.timings["correctness_s"] = _perf() - t1
-        result = {**verdict, "details": self.details}
-        self.details["work"] = self._work()
-        if verdict["correct"] and self.req["timing"] == "measure" and self.opts["check_timing"]:
+            with self._queued_for(checking):
+                self.phase.enter("run")
+                t1 = _perf()
+                try:
+                    verdict = self._check_correctness()
+                except Rejected as rej:
+                    return self._rejected(rej)
+                self.timings["correctness_s"] = _perf() - t1
+            result = {**verdict, "details": self.details}
+            self.details["work"] = self._work()
+            if verdict["correct"] and self.req["timing"] == "measure" and self.opts["check_timing"]:
+                return self._timed(result)
+            if verdict["correct"]:
+                self.details["timing"] = {"unavailable": self.req["timing"]}
+            return result
+        finally:
+            self.timings["worker_total_s"] = _perf() - t0
+            self.details["phases"] = self.timings
+
+    @contextlib.contextmanager
+    def _queued_for(self, lock):
+        """Hold `lock` on the device for the block. The wait for it is phase "queued check" or "queued
+        timing" (the sandbox does not count either against the run limit), summed in queued_s."""
+        self.phase.enter(f"queued {lock.__name__.removesuffix('_lock')}")
+        waited = _perf()
+        with lock(self.device):
+            self.timings["queued_s"] = self.timings.get("queued_s", 0.0) + _perf() - waited
+            yield
+
+    def _timed(self, result: dict) -> dict:
+        from agentkern.harness.device_lock import timing_lock
+
+        with self._queued_for(timing_lock):
             self.phase.enter("timing")
             t2 = _perf()
             try:
@@ -297,12 +312,10 @@ class EvalSession:
             except Rejected as rej:
                 return self._rejected(rej)
             self.timings["timing_s"] = _perf() - t2
-            self.details["timing"] = timing
-            result["reference_ms"] = timing["reference"]["median_ms"]
-            result["kernel_ms"] = timing["kernel"]["median_ms"]
-            result["speedup"] = result["reference_ms"] / result["kernel_ms"] if result["kernel_ms"] > 0 else None
-        elif verdict["correct"]:
-            self.details["timing"] = {"unavailable": self.req["timing"]}
+        self.details["timing"] = timing
+        result["reference_ms"] = timing["reference"]["median_ms"]
+        result["kernel_ms"] = timing["kernel"]["median_ms"]
+        result["speedup"] = result["reference_ms"] / result["kernel_ms"] if result["kernel_ms"] > 0 else None
         return result
 
     def _rejected(self, rej: Rejected) -> dict:
