@@ -192,12 +192,25 @@ def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=
 
 
 def _drive(deps: Deps, opts: OptimizeOptions, resume: str | None, checkpointer) -> dict:
-    from agentkern.graph import build_graph
-
     run_id, store = deps.run_id, deps.store
     if not resume:
         store.start_run(run_id, str(deps.problem_path), deps.target.name, deps.backend, opts.model or "builtin",
                         dataclasses.asdict(opts))
+    store.claim_run(run_id)
+    try:
+        return _invoke(deps, resume, checkpointer)
+    except KeyboardInterrupt:
+        store.interrupt_run(run_id, "interrupted (Ctrl-C)")
+        raise
+    except BaseException as exc:
+        store.interrupt_run(run_id, f"interrupted: {type(exc).__name__}: {exc}"[:500])
+        raise
+
+
+def _invoke(deps: Deps, resume: str | None, checkpointer) -> dict:
+    from agentkern.graph import build_graph
+
+    run_id = deps.run_id
     deps.on_event("start", {"run_id": run_id, "resumed": bool(resume), "target": deps.target.name,
                             "predicted": deps.predictor is not None, "size": deps.eval_options.size,
                             "size_note": deps.size_note})

@@ -88,3 +88,35 @@ def test_scripted_run_records_every_verdict_and_keeps_the_right_best(tmp_path):
     agents = {(s["iteration"], s["agent"]) for s in store.steps(run_id)}
     for it in (1, 2, 3):
         assert {(it, a) for a in ("planner", "coder", "compiler", "profiler", "critic")} <= agents
+
+
+def test_a_run_stopped_by_ctrl_c_is_recorded_as_interrupted(tmp_path):
+    """Ctrl-C during an evaluation ends the command, but the run's row says what happened to it, and
+    `--resume` is still possible: the candidates finished before it are kept."""
+    import pytest
+
+    model = ScriptedModel(["STRATEGY: relu-omp/basic\nA flat OpenMP loop.", GOOD, GOOD] * 2)
+    store = optimize.open_store()
+    calls = []
+
+    def evaluate(problem_path, path, target_name, _options):
+        from agentkern.harness import evaluate as harness_evaluate
+
+        calls.append(path)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return harness_evaluate(problem_path, path, target_name, fast_options())
+
+    options = OptimizeOptions(problem="relu", target="cpu", beam=2, max_iters=2, out=str(tmp_path / "out"))
+    run_ids = []
+    original = optimize.new_run_id
+    optimize.new_run_id = lambda problem: run_ids.append(original(problem)) or run_ids[-1]
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            optimize.run(options, policy=optimize.llm_policy(model, store, "unused"), evaluate=evaluate,
+                         checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)))
+    finally:
+        optimize.new_run_id = original
+    run = store.run(run_ids[0])
+    assert run["status"] == "interrupted" and run["stopped_because"] == "interrupted (Ctrl-C)"
+    assert [c["status"] for c in store.candidates(run_ids[0])] == ["ok", "ok"]

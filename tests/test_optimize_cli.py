@@ -62,6 +62,10 @@ def test_a_killed_run_resumes_where_it_stopped():
         proc.wait()
         assert run_id, "the run never recorded a candidate"
         assert _candidates(run_id) == ["001-0"]
+        listed = subprocess.run([sys.executable, "-m", "agentkern", "traces", "list", "--json"],
+                                capture_output=True, text=True, cwd=ROOT, timeout=120)
+        [row] = [r for r in json.loads(listed.stdout) if r["run_id"] == run_id]
+        assert row["status"] == "interrupted", row  # not "running" forever
         # No problem argument: the run's settings are stored with it.
         resumed = subprocess.run([sys.executable, "-m", "agentkern", "optimize", "--resume", run_id, "--json"],
                                  capture_output=True, text=True, cwd=ROOT, timeout=600)
@@ -71,3 +75,8 @@ def test_a_killed_run_resumes_where_it_stopped():
     assert _candidates(run_id) == ["001-0", "002-0", "003-0"]
     assert result["best"] is not None and result["best"]["candidate"] in {"001-0", "002-0", "003-0"}
     assert f"resumed (if interrupted: agentkern optimize --resume {run_id})" in resumed.stderr
+    db = sqlite3.connect(os.path.join(os.environ["AGENTKERN_HOME"], "runs.db"))
+    try:
+        assert db.execute("SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()[0] == "finished"
+    finally:
+        db.close()

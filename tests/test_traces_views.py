@@ -51,6 +51,38 @@ def test_migration_2_upgrades_a_store_written_before_it(tmp_path):
     assert row["status"] == "ok" and row["source"] is None and row["timing"] is None
 
 
+def test_a_run_whose_process_is_gone_reads_interrupted(tmp_path):
+    """Ctrl-C and errors write `interrupted`; a SIGKILL cannot, so readers ask whether the owner is alive.
+    A run owned by a live process, by another host or by nobody (before migration 3) stays `running`."""
+    from agentkern.traces.store import process_identity, seen_status
+    from agentkern.traces.views import run_summaries
+
+    store = RunStore(tmp_path / "runs.db")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_owner = process_identity(dead.pid)  # read while it lives: its pid and start time
+    dead.wait()
+    owners = {"alive": process_identity(), "dead": dead_owner, "elsewhere": "some-other-host:1:1", "legacy": None}
+    for name, owner in owners.items():
+        store.start_run(name, "p.py", "cpu", "cpp", "builtin", {})
+        store.db.execute("UPDATE runs SET owner=? WHERE run_id=?", (owner, name))
+    store.start_run("stopped", "p.py", "cpu", "cpp", "builtin", {})
+    store.claim_run("stopped")
+    store.interrupt_run("stopped", "interrupted (Ctrl-C)")
+    status = {r["run_id"]: (r["status"], r["stopped_because"]) for r in run_summaries(store)}
+    assert status["alive"] == ("running", None) and status["elsewhere"] == ("running", None)
+    assert status["legacy"] == ("running", None)
+    assert status["dead"][0] == "interrupted" and "gone" in status["dead"][1]
+    assert status["stopped"] == ("interrupted", "interrupted (Ctrl-C)")
+    assert store.run("dead")["status"] == "interrupted"
+    # the row itself is not rewritten by reading; --resume claims it again
+    assert store.db.execute("SELECT status FROM runs WHERE run_id='dead'").fetchone()[0] == "running"
+    store.claim_run("dead")
+    assert store.run("dead")["status"] == "running"
+    # a reused pid is another process: same pid, another start time
+    host, pid, _ = process_identity().rsplit(":", 2)
+    assert seen_status({"status": "running", "owner": f"{host}:{pid}:1"})["status"] == "interrupted"
+
+
 WRITER = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path

@@ -8,6 +8,8 @@ resume rewrites its rows instead of adding them twice.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
 from pathlib import Path
@@ -45,6 +47,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE candidates ADD COLUMN compile_log TEXT;
     ALTER TABLE candidates ADD COLUMN correctness TEXT;
     ALTER TABLE candidates ADD COLUMN timing TEXT;
+    """,
+    # 3: which process is driving a run ("host:pid:start-ticks"), so a run whose process died without
+    # saying so (SIGKILL, OOM, a restart) reads as interrupted instead of running forever.
+    """
+    ALTER TABLE runs ADD COLUMN owner TEXT;
     """,
 ]
 
@@ -102,6 +109,16 @@ class RunStore:
             (run_id, time.time(), problem, target, backend, model, _json(options)),
         )
 
+    def claim_run(self, run_id: str) -> None:
+        """This process drives the run from now on (a new run, or one resumed)."""
+        self.db.execute("UPDATE runs SET status='running', owner=?, finished=NULL WHERE run_id=?",
+                        (process_identity(), run_id))
+
+    def interrupt_run(self, run_id: str, why: str) -> None:
+        """The run stopped before its stop rule did (Ctrl-C, an error): say so, if it is still running."""
+        self.db.execute("UPDATE runs SET status='interrupted', stopped_because=? WHERE run_id=? AND status='running'",
+                        (why, run_id))
+
     def finish_run(self, run_id: str, stopped_because: str, best_candidate: str | None) -> None:
         self.db.execute(
             "UPDATE runs SET status='finished', stopped_because=?, best_candidate=?, finished=? WHERE run_id=?",
@@ -146,7 +163,7 @@ class RunStore:
     # ---- reads ---------------------------------------------------------------------------------------
     def run(self, run_id: str) -> dict | None:
         row = self.db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
-        return dict(row) if row else None
+        return seen_status(dict(row)) if row else None
 
     def candidates(self, run_id: str) -> list[dict]:
         rows = self.db.execute("SELECT * FROM candidates WHERE run_id=? ORDER BY iteration, candidate_id", (run_id,))
@@ -160,3 +177,52 @@ class RunStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+# ---- is the process driving a run still there? ---------------------------------------------------------
+def _start_ticks(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat field 22), or None if it is gone.
+    With the pid, it names one process: a pid reused later has another start time."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except FileNotFoundError:
+        return None
+    except (OSError, IndexError):  # no /proc (macOS): the pid alone
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return "?"
+
+
+def process_identity(pid: int | None = None) -> str:
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}:{pid}:{_start_ticks(pid)}"
+
+
+def owner_alive(owner: str | None) -> bool | None:
+    """True or False for a process on this host; None when it cannot be told (another host, no owner
+    recorded: a run started before migration 3)."""
+    if not owner:
+        return None
+    try:
+        host, pid, ticks = owner.rsplit(":", 2)
+        pid = int(pid)
+    except ValueError:
+        return None
+    if host != socket.gethostname():
+        return None
+    now = _start_ticks(pid)
+    return now is not None and (ticks == "?" or now == "?" or now == ticks)
+
+
+def seen_status(row: dict) -> dict:
+    """A run row as a reader should see it: `running` whose process is gone on this host is `interrupted`
+    (killed without a chance to say so). The stored row is left as it is; --resume claims it again."""
+    if row.get("status") == "running" and owner_alive(row.get("owner")) is False:
+        row["status"] = "interrupted"
+        row["stopped_because"] = row.get("stopped_because") or "its process is gone (killed?)"
+    return row

@@ -15,7 +15,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from agentkern.traces import describe, diff
-from agentkern.traces.store import RunStore
+from agentkern.traces.store import RunStore, seen_status
 from agentkern.traces.trace import RunTrace, Step
 
 # Lines of one prompt, reply, diff or log shown in the run's tree; `--step N` and `--full` show all of it.
@@ -24,7 +24,7 @@ THEME = "ansi_dark"  # the terminal's own palette: readable on dark and light ba
 
 SUMMARY_SQL = """
 SELECT r.run_id, r.created, r.problem, r.target, r.backend, r.model, r.status, r.stopped_because,
-       r.best_candidate, r.finished,
+       r.best_candidate, r.finished, r.owner,
        (SELECT max(iteration) FROM steps s WHERE s.run_id = r.run_id) AS iterations,
        count(c.candidate_id) AS candidates, coalesce(sum(c.correct), 0) AS correct_candidates,
        max(CASE WHEN c.correct THEN c.speedup END) AS best_speedup,
@@ -36,7 +36,7 @@ GROUP BY r.run_id ORDER BY r.created, r.run_id
 
 def run_summaries(store: RunStore) -> list[dict]:
     """One row per run, oldest first: the fields of `traces list --json`."""
-    rows = [dict(r) for r in store.db.execute(SUMMARY_SQL)]
+    rows = [seen_status(dict(r)) for r in store.db.execute(SUMMARY_SQL)]
     for row in rows:
         row["iterations"] = row["iterations"] or 0
         row["predicted"] = bool(row["predicted"])
