@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
+
+
+# CPython 3.11's AST constructor keeps its recursion depth in per-interpreter state: two threads parsing at
+# once (bench's problems in flight, each checking its candidates) can fail with "SystemError: AST
+# constructor recursion depth mismatch" (python/cpython#106905; seen here in a bench run with 2 workers).
+_AST_LOCK = threading.RLock()
+
+
+def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
+    """ast.parse, one thread at a time (see _AST_LOCK). Raises SyntaxError as ast.parse does."""
+    with _AST_LOCK:
+        return ast.parse(source, filename=filename)
 
 
 def sha256_text(*parts: str) -> str:

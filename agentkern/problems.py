@@ -12,6 +12,7 @@ from pathlib import Path
 
 from agentkern.config import dataset_dir
 from agentkern.errors import UserError
+from agentkern.helpers import parse_python
 
 PROBLEM_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -53,7 +54,7 @@ def _parse(path: Path, what: str) -> SourceFile:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read {what} file {path}: {exc}") from None
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = parse_python(source, filename=str(path))
     except SyntaxError as exc:
         if what == "problem":
             raise UserError(f"problem file {path} is not valid Python: line {exc.lineno}: {exc.msg}") from None

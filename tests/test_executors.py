@@ -289,7 +289,8 @@ def test_a_bench_suite_on_ray_matches_the_local_executor(ray_executor):
     with make_executor("local", workers=2) as local:
         local_rows = run_suite(suite, opts, executor=local)
     ray_rows = run_suite(suite, opts, executor=ray_executor)
-    assert outcome(ray_rows) == outcome(local_rows)
+    assert outcome(ray_rows) == outcome(local_rows), [(r["name"], r.get("reason"), r.get("traceback"))
+                                                       for r in local_rows + ray_rows if r["status"] != "ok"]
     assert [r["name"] for r in ray_rows] == ["relu", "sum_rows"] and all(r["candidates"] == 2 for r in ray_rows)
 
 

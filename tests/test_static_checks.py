@@ -57,3 +57,38 @@ def test_forbidden_constructs_are_rejected_with_their_reason(src, code):
 )
 def test_honest_code_passes(src):
     _check(src)
+
+
+def test_python_is_parsed_one_thread_at_a_time(monkeypatch):
+    """CPython 3.11's AST constructor is not safe with two threads parsing at once (a bench run with two
+    problems in flight failed with "AST constructor recursion depth mismatch"): agentkern parses through
+    helpers.parse_python, which lets one thread in at a time, and nowhere calls ast.parse itself."""
+    import ast
+    import re
+    import threading
+    import time
+    from pathlib import Path
+
+    from agentkern import helpers
+
+    inside, most = [0], [0]
+    real_parse = ast.parse
+
+    def slow_parse(*args, **kwargs):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.01)
+        inside[0] -= 1
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", slow_parse)
+    threads = [threading.Thread(target=lambda: [helpers.parse_python("x = 1") for _ in range(5)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
+    package = Path(helpers.__file__).parent
+    callers = [str(p.relative_to(package)) for p in package.rglob("*.py")
+               if p.name != "helpers.py" and re.search(r"\bast\.parse\(", p.read_text())]
+    assert callers == []

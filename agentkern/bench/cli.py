@@ -114,7 +114,8 @@ def run_command(
 
     with make_executor(executor, workers, ray_address, tgt.kind, tgt.name) as runner:  # bad input fails here
         _say(f"candidates evaluated by the {runner.describe()}")
-        rows = run_suite(found, opts, on_row=lambda i, n, row: _say(progress_line(i, n, row)), executor=runner)
+        rows = run_suite(found, opts, on_row=lambda i, n, row: _say(progress_line(i, n, row)), executor=runner,
+                         on_baseline=lambda i, n, name: _say(f"[torch.compile baseline {i}/{n}] {name}"))
     report = build_report(found.name, tgt.name, opts, rows)
     result = None
     if previous is not None:

@@ -57,7 +57,9 @@ def classify(message: str) -> str:
     return "error"
 
 
-def run_problem(ref: ProblemRef, opts: BenchOptions, executor=None) -> dict:
+def run_problem(ref: ProblemRef, opts: BenchOptions, executor=None, baseline=None) -> dict:
+    """One problem's row. `baseline`: its torch.compile baseline, if run_suite measured it already (an
+    EvalResult, or the message of the exception it raised); measured here when needed and not given."""
     from agentkern import optimize
     from agentkern.agents.deps import OptimizeOptions
 
@@ -78,7 +80,7 @@ def run_problem(ref: ProblemRef, opts: BenchOptions, executor=None) -> dict:
     else:
         _fill(row, result)
         if row["status"] == "ok" and opts.compile_baseline:
-            _add_compile(row, ref, opts)
+            _add_compile(row, ref, opts, baseline)
     row["wall_s"] = round(time.monotonic() - start, 1)
     return row
 
@@ -110,20 +112,28 @@ def _fill(row: dict, result: dict) -> None:
                                                     + (f"; last error: {errors[-1]}" if errors else "")))
 
 
-def _add_compile(row: dict, ref: ProblemRef, opts: BenchOptions) -> None:
-    """speedup vs torch.compile = speedup vs eager x (compile_ms / eager_ms), each ratio measured interleaved
-    in its own run: the same as compile_ms / kernel_ms when eager takes the same time in both runs, and
-    free of the 10-20% drift between runs that absolute times carry on a shared machine."""
+def measure_baseline(ref: ProblemRef, opts: BenchOptions):
+    """torch.compile's verdict on the problem (an EvalResult), or the message of what went wrong."""
     from agentkern.harness.baseline import compile_baseline
     from agentkern.types import EvalOptions
 
+    try:
+        return compile_baseline(ref.path, opts.target, EvalOptions(size=opts.size))
+    except Exception as exc:  # noqa: BLE001 - a broken problem must not end the suite
+        return one_line(f"torch.compile baseline failed: {type(exc).__name__}: {exc}")
+
+
+def _add_compile(row: dict, ref: ProblemRef, opts: BenchOptions, base=None) -> None:
+    """speedup vs torch.compile = speedup vs eager x (compile_ms / eager_ms), each ratio measured interleaved
+    in its own run: the same as compile_ms / kernel_ms when eager takes the same time in both runs, and
+    free of the 10-20% drift between runs that absolute times carry on a shared machine."""
     if row["predicted"]:
         row["compile_note"] = "the target GPU is not here: torch.compile not timed"
         return
-    try:
-        base = compile_baseline(ref.path, opts.target, EvalOptions(size=opts.size))
-    except Exception as exc:  # noqa: BLE001
-        row["compile_note"] = one_line(f"torch.compile baseline failed: {type(exc).__name__}: {exc}")
+    if base is None:
+        base = measure_baseline(ref, opts)
+    if isinstance(base, str):
+        row["compile_note"] = base
         return
     row["compile_wall_s"] = base.details.get("wall_s")  # most of it is inductor compiling (cached next time)
     if base.status != "ok" or not base.kernel_ms or not base.reference_ms:
@@ -135,8 +145,30 @@ def _add_compile(row: dict, ref: ProblemRef, opts: BenchOptions) -> None:
         row["speedup_compile"] = row["speedup_eager"] * row["compile_factor"]
 
 
+def _baselines_first(problems: list[ProblemRef], opts: BenchOptions, in_flight: int, on_baseline) -> dict:
+    """With several problems in flight, their torch.compile baselines are measured first, `in_flight` at a
+    time, before any candidate. Inductor compiles on about one core for 10-20 s, holding the device's
+    shared lock (harness/device_lock.py): beside another problem's candidates, the first of them queued for
+    timing would stall that problem until the compilation ends. Side by side, compilations only wait for
+    each other's short timings. One problem at a time (`--workers 1`) keeps the baseline after its loop."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agentkern.targets import get_target, is_present
+
+    if not opts.compile_baseline or not is_present(get_target(opts.target)):
+        return {}
+    found: dict[int, object] = {}
+    with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="agentkern-baseline") as threads:
+        futures = {threads.submit(measure_baseline, ref, opts): i for i, ref in enumerate(problems)}
+        for future in as_completed(futures):
+            found[futures[future]] = future.result()
+            if on_baseline:
+                on_baseline(len(found), len(problems), problems[futures[future]].name)
+    return found
+
+
 def run_suite(suite: Suite, opts: BenchOptions, on_row: Callable[[int, int, dict], None] | None = None,
-              executor=None) -> list[dict]:
+              executor=None, on_baseline: Callable[[int, int, str], None] | None = None) -> list[dict]:
     """Every problem of the suite; the rows in the suite's order, on_row(done, total, row) as each finishes.
 
     The problems fan out over one executor: as many problems are in flight as it runs evaluations at once,
@@ -154,10 +186,12 @@ def run_suite(suite: Suite, opts: BenchOptions, on_row: Callable[[int, int, dict
     problems = suite.problems
     rows: list[dict | None] = [None] * len(problems)
     done = 0
+    in_flight = max(1, min(executor.capacity, len(problems)))
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(executor.capacity, len(problems))),
-                                thread_name_prefix="agentkern-problem") as threads:
-            futures = {threads.submit(run_problem, ref, opts, executor): i for i, ref in enumerate(problems)}
+        baselines = _baselines_first(problems, opts, in_flight, on_baseline) if in_flight > 1 else {}
+        with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="agentkern-problem") as threads:
+            futures = {threads.submit(run_problem, ref, opts, executor, baselines.get(i)): i
+                       for i, ref in enumerate(problems)}
             for future in as_completed(futures):
                 rows[futures[future]] = row = future.result()  # run_problem turns every failure into a row
                 done += 1

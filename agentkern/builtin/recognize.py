@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agentkern.builtin.ir import MODULES, N, Unsupported, dtype_name, eager_kernels, lower
 from agentkern.builtin.patterns import match
+from agentkern.helpers import parse_python
 
 
 def analyze_request(request: dict) -> dict:
@@ -230,7 +231,7 @@ def model_source(problem_path, new_name: str = "_Reference", overrides: dict | N
     included, in file order: enough to construct identical parameters under the same seed. `overrides`
     (a size's constants, agentkern/sizes.py) are re-assigned after them, so a Model that reads a size
     constant itself builds the same parameters as the sized reference."""
-    tree = ast.parse(Path(problem_path).read_text())
+    tree = parse_python(Path(problem_path).read_text())
     owner: dict[str, int] = {}
     for i, stmt in enumerate(tree.body):
         for name in _defined(stmt):
@@ -246,6 +247,6 @@ def model_source(problem_path, new_name: str = "_Reference", overrides: dict | N
     body = [stmt for i, stmt in enumerate(tree.body) if i in needed]
     for name, value in (overrides or {}).items():
         if owner.get(name) in needed:
-            body.extend(ast.parse(f"{name} = {value!r}").body)
+            body.extend(parse_python(f"{name} = {value!r}").body)
     module = _Rename("Model", new_name).visit(ast.Module(body=body, type_ignores=[]))
     return ast.unparse(ast.fix_missing_locations(module))

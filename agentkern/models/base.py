@@ -9,11 +9,12 @@ Standard library only: importing this module must stay cheap (`agentkern --help`
 
 from __future__ import annotations
 
-import ast
 import re
 import textwrap
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+from agentkern.helpers import parse_python
 
 __all__ = ["Reply", "ChatModel", "ModelError", "NoCodeError", "extract_solution", "Usage"]
 
@@ -133,7 +134,7 @@ def extract_solution(text: str) -> str:
         bare = textwrap.dedent(text).strip("\n") + "\n"
         if _MODELNEW.search(bare):
             try:
-                ast.parse(bare)
+                parse_python(bare)
                 return bare
             except SyntaxError:
                 pass
@@ -158,7 +159,7 @@ def extract_solution(text: str) -> str:
 
     code = complete[-1].code
     try:
-        ast.parse(code)
+        parse_python(code)
     except SyntaxError as e:
         where = f"line {e.lineno}" if e.lineno else "unknown line"
         src = ""

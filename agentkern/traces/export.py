@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from agentkern.errors import UserError
-from agentkern.helpers import atomic_write_text
+from agentkern.helpers import atomic_write_text, parse_python
 from agentkern.traces import describe, jsonl, probe
 from agentkern.traces.templating import render
 from agentkern.traces.trace import RunTrace, source_of
@@ -56,7 +56,7 @@ def _problem_file(trace: RunTrace) -> Path:
 def _free_name(name: str, code: str) -> str:
     """`name`, or `run_<name>` when the kernel's module already defines it (a Triton kernel called softmax)."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         return name
     taken = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
