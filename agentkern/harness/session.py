@@ -293,7 +293,7 @@ class EvalSession:
 
     @contextlib.contextmanager
     def _queued_for(self, lock):
-        """Hold `lock` on the device for the block. The wait for it is phase "queued check" or "queued
+        """Hold `lock` on the device for the block. The wait for it is phase "queued checking" or "queued
         timing" (the sandbox does not count either against the run limit), summed in queued_s."""
         self.phase.enter(f"queued {lock.__name__.removesuffix('_lock')}")
         waited = _perf()

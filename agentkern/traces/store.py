@@ -183,18 +183,20 @@ class RunStore:
 def _start_ticks(pid: int) -> str | None:
     """When process `pid` started (clock ticks since boot, /proc/PID/stat field 22), or None if it is gone.
     With the pid, it names one process: a pid reused later has another start time."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except FileNotFoundError:
-        return None
-    except (OSError, IndexError):  # no /proc (macOS): the pid alone
+    if not os.path.exists("/proc/self/stat"):  # no /proc (macOS): the pid alone
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             return None
         except PermissionError:
             pass
+        return "?"
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except FileNotFoundError:
+        return None
+    except (OSError, IndexError):
         return "?"
 
 
