@@ -167,6 +167,29 @@ def test_a_worker_lost_twice_is_recorded_as_failed(tmp_path):
     assert len(_started(pids)) == 2  # no third try
 
 
+def test_with_two_problems_in_flight_the_compile_baselines_come_first():
+    """bench with --workers 2: both torch.compile baselines are measured before any candidate (an inductor
+    compilation beside candidates stalls them, docs/executors.md), and each row still gets its figure."""
+    from agentkern.bench.runner import BenchOptions, run_suite
+    from agentkern.bench.suites import resolve_suite
+
+    suite = resolve_suite("kernels_dataset", None, ["relu", "sum_rows"])
+    events = []
+    with make_executor("local", workers=2) as local:
+        original = local.submit
+
+        def submit(task):
+            events.append("candidate")
+            return original(task)
+
+        local.submit = submit
+        rows = run_suite(suite, BenchOptions(target="cpu", max_iters=1, beam=1, compile_baseline=True),
+                         executor=local, on_baseline=lambda i, n, name: events.append(f"baseline {i}/{n}"))
+    assert events[:2] == ["baseline 1/2", "baseline 2/2"] and events.count("candidate") == 2, events
+    for row in rows:
+        assert row["status"] == "ok" and row["compile_ms"] > 0 and row["speedup_compile"] > 0, row
+
+
 def test_a_segfault_is_a_verdict_not_a_lost_worker():
     """Only deaths from outside are retried: a candidate that crashes by itself is judged once."""
     path = ROOT / "tests/broken/crashed_null_deref.py"

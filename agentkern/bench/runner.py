@@ -7,6 +7,7 @@ reason, and the next problem runs. Candidates are sandboxed by the harness as in
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import traceback
@@ -158,7 +159,9 @@ def _baselines_first(problems: list[ProblemRef], opts: BenchOptions, in_flight: 
     if not opts.compile_baseline or not is_present(get_target(opts.target)):
         return {}
     found: dict[int, object] = {}
-    with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="agentkern-baseline") as threads:
+    # The baselines run on this machine even when candidates go to a Ray cluster: at most one per core here.
+    at_once = max(1, min(in_flight, os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="agentkern-baseline") as threads:
         futures = {threads.submit(measure_baseline, ref, opts): i for i, ref in enumerate(problems)}
         for future in as_completed(futures):
             found[futures[future]] = future.result()
