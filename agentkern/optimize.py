@@ -172,8 +172,6 @@ def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=
         checkpointer=None, executor=None) -> dict:
     """One optimisation run. `executor`: an agentkern.executors.Executor shared with the caller (bench runs
     several problems on one); without it the run makes its own from opts and closes it at the end."""
-    from agentkern.graph import build_graph
-
     store = open_store()
     if resume:
         saved = store.run(resume)

@@ -58,10 +58,7 @@ class BaselineSession(EvalSession):
                 got = C.as_tensor_list(self.candidate(*self._clone(inputs)), "torch.compile(Model)")
             self._sync()
             self.timings["compile_s"] = _perf() - t1
-        self.phase.enter("queued")
-        queued = _perf()
-        with timing_lock(self.device):
-            self.timings["queued_s"] = _perf() - queued
+        with self._queued_for(timing_lock):
             return self._compare_and_time(expected, got)
 
     def _compare_and_time(self, expected, got) -> dict:
@@ -74,17 +71,11 @@ class BaselineSession(EvalSession):
         self.details["work"] = self._work()
         self.details["baseline"] = "torch.compile"
         if self.req["timing"] == "measure":
-            self.phase.enter("timing")
-            t2 = _perf()
             try:
-                timing = self._time()
+                timing = self._in_phase("timing", "timing_s", self._time)
             except Rejected as rej:  # only timed_output_mismatch can come from here
                 return {"status": "incorrect", "correct": False, "details": self.details,
                         "error": f"torch.compile(Model) disagrees with eager Model while timed: {rej.message}"}
-            self.timings["timing_s"] = _perf() - t2
-            self.details["timing"] = timing
-            result["reference_ms"] = timing["reference"]["median_ms"]
-            result["kernel_ms"] = timing["kernel"]["median_ms"]
-            result["speedup"] = result["reference_ms"] / result["kernel_ms"] if result["kernel_ms"] > 0 else None
+            self._with_timing(result, timing)
         self.details["phases"] = self.timings
         return result

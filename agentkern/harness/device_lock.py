@@ -68,17 +68,8 @@ def _open(device, role: str) -> int:
 @contextlib.contextmanager
 def timing_lock(device):
     """The device to this process alone for the block (blocks until every other holder has left)."""
-    gate, device_fd = _open(device, "gate"), _open(device, "device")
-    try:
-        fcntl.flock(gate, fcntl.LOCK_EX)  # readers arriving from now on wait behind us
-        fcntl.flock(device_fd, fcntl.LOCK_EX)
-        os.close(gate)
-        gate = None
+    with _through_gate(device, fcntl.LOCK_EX):
         yield
-    finally:
-        if gate is not None:
-            os.close(gate)
-        os.close(device_fd)  # closing the last descriptor releases the lock
 
 
 @contextlib.contextmanager
@@ -88,27 +79,29 @@ def building(device):
     if device_key(device) != "cpu":
         yield
         return
-    with _shared(device):
+    with _through_gate(device, fcntl.LOCK_SH):
         yield
 
 
 @contextlib.contextmanager
 def checking(device):
     """Correctness trials on `device`: beside other checks and builds, never beside a measurement."""
-    with _shared(device):
+    with _through_gate(device, fcntl.LOCK_SH):
         yield
 
 
 @contextlib.contextmanager
-def _shared(device):
+def _through_gate(device, mode: int):
+    """Take the gate, then the device in `mode` (LOCK_EX or LOCK_SH), then let the gate go. A writer waiting
+    for the device holds the gate meanwhile, so readers arriving after it queue behind it."""
     gate, device_fd = _open(device, "gate"), _open(device, "device")
     try:
-        fcntl.flock(gate, fcntl.LOCK_EX)  # wait for any measurement that is queued first
-        fcntl.flock(device_fd, fcntl.LOCK_SH)
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(device_fd, mode)
         os.close(gate)
         gate = None
         yield
     finally:
         if gate is not None:
             os.close(gate)
-        os.close(device_fd)
+        os.close(device_fd)  # closing the last descriptor releases the lock

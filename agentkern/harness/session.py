@@ -263,7 +263,7 @@ class EvalSession:
         device to itself (device_lock.py): a measurement never shares the cores or the GPU with another
         evaluation's build, check or measurement. Waiting for the device is its own phase ("queued"), not
         counted against the run limit."""
-        from agentkern.harness.device_lock import building, checking
+        from agentkern.harness.device_lock import building, checking, timing_lock
 
         t0 = _perf()
         try:
@@ -273,20 +273,18 @@ class EvalSession:
             return self._rejected(rej)
         try:
             with self._queued_for(checking):
-                self.phase.enter("run")
-                t1 = _perf()
-                try:
-                    verdict = self._check_correctness()
-                except Rejected as rej:
-                    return self._rejected(rej)
-                self.timings["correctness_s"] = _perf() - t1
+                verdict = self._in_phase("run", "correctness_s", self._check_correctness)
             result = {**verdict, "details": self.details}
             self.details["work"] = self._work()
             if verdict["correct"] and self.req["timing"] == "measure" and self.opts["check_timing"]:
-                return self._timed(result)
+                with self._queued_for(timing_lock):
+                    timing = self._in_phase("timing", "timing_s", self._time)
+                return self._with_timing(result, timing)
             if verdict["correct"]:
                 self.details["timing"] = {"unavailable": self.req["timing"]}
             return result
+        except Rejected as rej:
+            return self._rejected(rej)
         finally:
             self.timings["worker_total_s"] = _perf() - t0
             self.details["phases"] = self.timings
@@ -301,17 +299,15 @@ class EvalSession:
             self.timings["queued_s"] = self.timings.get("queued_s", 0.0) + _perf() - waited
             yield
 
-    def _timed(self, result: dict) -> dict:
-        from agentkern.harness.device_lock import timing_lock
+    def _in_phase(self, phase: str, key: str, work):
+        """work() in phase `phase`, its duration in timings[key]."""
+        self.phase.enter(phase)
+        started = _perf()
+        value = work()
+        self.timings[key] = _perf() - started
+        return value
 
-        with self._queued_for(timing_lock):
-            self.phase.enter("timing")
-            t2 = _perf()
-            try:
-                timing = self._time()
-            except Rejected as rej:
-                return self._rejected(rej)
-            self.timings["timing_s"] = _perf() - t2
+    def _with_timing(self, result: dict, timing: dict) -> dict:
         self.details["timing"] = timing
         result["reference_ms"] = timing["reference"]["median_ms"]
         result["kernel_ms"] = timing["kernel"]["median_ms"]
