@@ -11,7 +11,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-
 # CPython 3.11's AST constructor keeps its recursion depth in per-interpreter state: two threads parsing at
 # once (bench's problems in flight, each checking its candidates) can fail with "SystemError: AST
 # constructor recursion depth mismatch" (python/cpython#106905; seen here in a bench run with 2 workers).

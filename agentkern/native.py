@@ -16,7 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from agentkern.config import cache_dir
@@ -33,7 +33,7 @@ class CompileError(RuntimeError):
     """The compiler rejected the kernel; the message carries its diagnostics."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiler_id(cxx: str) -> str:
     # Part of the cache key: a compiler upgrade must rebuild everything.
     out = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False)

@@ -27,7 +27,9 @@ def declared_sizes(tree: ast.Module) -> list[str] | None:
     """The keys of a top-level `SIZES = {...}` literal, in order; None when there is no such literal (a problem
     without sizes, or one that computes SIZES: then only the worker can check the name)."""
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         if any(isinstance(t, ast.Name) and t.id == "SIZES" for t in targets) and isinstance(node.value, ast.Dict):
             keys = [k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
             return keys if len(keys) == len(node.value.keys) else None
@@ -42,13 +44,16 @@ def default_size(target, present: bool) -> tuple[str, str | None]:
         return "cpu", None
     if present:
         return "gpu", None
-    return "cpu", (f"no {target.display_name} on this machine: the problem runs at its cpu size (the Triton "
-                   "interpreter is far too slow for gpu sizes; predicted figures are for that size); "
-                   "--size gpu overrides")
+    return "cpu", (
+        f"no {target.display_name} on this machine: the problem runs at its cpu size (the Triton "
+        "interpreter is far too slow for gpu sizes; predicted figures are for that size); "
+        "--size gpu overrides"
+    )
 
 
-def choose(requested: str | None, target, present: bool, declared: list[str] | None,
-           problem_name: str = "the problem") -> tuple[str | None, str | None]:
+def choose(
+    requested: str | None, target, present: bool, declared: list[str] | None, problem_name: str = "the problem"
+) -> tuple[str | None, str | None]:
     """(size to apply, note for the output). None: the problem has no SIZES and is used as is.
     An unknown explicit size is a UserError, naming the sizes the problem has."""
     if declared is None:
@@ -57,7 +62,9 @@ def choose(requested: str | None, target, present: bool, declared: list[str] | N
         return requested, None  # no literal SIZES: used as is (the worker checks a computed SIZES)
     if requested is not None:
         if requested not in declared:
-            raise UserError(f"{problem_name} has no size {requested!r} (its SIZES declare {', '.join(declared) or 'none'})")
+            raise UserError(
+                f"{problem_name} has no size {requested!r} (its SIZES declare {', '.join(declared) or 'none'})"
+            )
         return requested, None
     size, note = default_size(target, present)
     if size not in declared:

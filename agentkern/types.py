@@ -17,9 +17,7 @@ STATUSES = (
     "rejected",
     "unverified",
 )
-Status = Literal[
-    "ok", "incorrect", "compile_error", "runtime_error", "timeout", "crashed", "rejected", "unverified"
-]
+Status = Literal["ok", "incorrect", "compile_error", "runtime_error", "timeout", "crashed", "rejected", "unverified"]
 Backend = Literal["cpp", "triton", "cuda", "torch"]
 TimingMode = Literal["offline", "server"]
 

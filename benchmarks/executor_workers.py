@@ -34,10 +34,23 @@ DEFAULT = ["sum_rows", "layernorm", "rmsnorm", "mean_rows", "max_rows"]
 def run_bench(problems: list[str], workers: int, max_iters: int, compile_baseline: bool) -> tuple[float, float, dict]:
     scratch = Path(tempfile.mkdtemp(prefix=f"agentkern-workers{workers}-"))
     env = {**os.environ, "AGENTKERN_HOME": str(scratch / "home"), "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor")}
-    cmd = [sys.executable, "-m", "agentkern", "bench", "run", "kernels_dataset", "--target", "cpu",
-           "--max-iters", str(max_iters), "--workers", str(workers), "--json",
-           "--compile-baseline" if compile_baseline else "--no-compile-baseline",
-           *(arg for p in problems for arg in ("--only", p))]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentkern",
+        "bench",
+        "run",
+        "kernels_dataset",
+        "--target",
+        "cpu",
+        "--max-iters",
+        str(max_iters),
+        "--workers",
+        str(workers),
+        "--json",
+        "--compile-baseline" if compile_baseline else "--no-compile-baseline",
+        *(arg for p in problems for arg in ("--only", p)),
+    ]
     before = _children_cpu_s()
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -70,18 +83,22 @@ def main() -> None:
     cpus: dict[int, list[float]] = {1: [], 2: []}
     reports: dict[int, list[dict]] = {1: [], 2: []}
     for pair in range(args.repeat):
-        for workers in ((1, 2) if pair % 2 == 0 else (2, 1)):
+        for workers in (1, 2) if pair % 2 == 0 else (2, 1):
             wall, cpu, report = run_bench(args.problems, workers, args.max_iters, args.compile_baseline)
             walls[workers].append(wall)
             cpus[workers].append(cpu)
             reports[workers].append(report)
             print(f"run {pair + 1}: --workers {workers}: {wall:.1f} s, {cpu:.1f} CPU-s", file=sys.stderr, flush=True)
 
-    print(f"agentkern bench kernels_dataset --only {' --only '.join(args.problems)} --target cpu "
-          f"--max-iters {args.max_iters}{'' if args.compile_baseline else ' --no-compile-baseline'}, "
-          f"{os.cpu_count()} cores, {args.repeat} run(s) each")
+    print(
+        f"agentkern bench kernels_dataset --only {' --only '.join(args.problems)} --target cpu "
+        f"--max-iters {args.max_iters}{'' if args.compile_baseline else ' --no-compile-baseline'}, "
+        f"{os.cpu_count()} cores, {args.repeat} run(s) each"
+    )
     print()
-    print("| problem | workers 1: status, candidates (correct) | speedup | workers 2: status, candidates (correct) | speedup | same |")
+    print(
+        "| problem | workers 1: status, candidates (correct) | speedup | workers 2: status, candidates (correct) | speedup | same |"
+    )
     print("|---|---|---|---|---|---|")
     all_same = True
     for run in range(args.repeat):
@@ -106,14 +123,18 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for workers, wall in ((1, w1), (2, w2)):
         cpu = statistics.median(cpus[workers])
-        print(f"| --workers {workers} | {wall:.1f} s | {', '.join(f'{w:.1f}' for w in walls[workers])} | "
-              f"{cpu:.1f} s | {cpu / wall:.2f} |")
+        print(
+            f"| --workers {workers} | {wall:.1f} s | {', '.join(f'{w:.1f}' for w in walls[workers])} | "
+            f"{cpu:.1f} s | {cpu / wall:.2f} |"
+        )
     # The work itself (CPU seconds) does not shrink with more workers: on `cores` cores no schedule can
     # finish the --workers 1 run's work in less than cpu / cores seconds.
     floor = statistics.median(cpus[1]) / cores / w1
-    print(f"\nratio workers 2 / workers 1: {w2 / w1:.2f} (the --workers 1 run's CPU time spread over all {cores} "
-          f"cores would give {floor:.2f}); same results (status, candidates, which were correct): "
-          f"{'yes' if all_same else 'no'}")
+    print(
+        f"\nratio workers 2 / workers 1: {w2 / w1:.2f} (the --workers 1 run's CPU time spread over all {cores} "
+        f"cores would give {floor:.2f}); same results (status, candidates, which were correct): "
+        f"{'yes' if all_same else 'no'}"
+    )
 
 
 if __name__ == "__main__":

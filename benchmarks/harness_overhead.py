@@ -49,11 +49,20 @@ def run(label: str, repeats: int, problem: str, solution: Path, pool, wait_ready
         assert result.status == "ok", result.error
         compile_s = result.details["phases"]["compile_s"]
         kernel_s = timed_call_seconds(result)
-        rows.append({"wall": wall, "compile": compile_s, "kernel": kernel_s, "overhead": wall - compile_s - kernel_s,
-                     "speedup": result.speedup})
+        rows.append(
+            {
+                "wall": wall,
+                "compile": compile_s,
+                "kernel": kernel_s,
+                "overhead": wall - compile_s - kernel_s,
+                "speedup": result.speedup,
+            }
+        )
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-    print(f"{label:<11} wall {med['wall']:.3f} s  compile {med['compile']:.3f} s  kernel time {med['kernel']:.3f} s  "
-          f"overhead {med['overhead']:.3f} s  (median of {repeats}; speedup {med['speedup']:.2f}x)")
+    print(
+        f"{label:<11} wall {med['wall']:.3f} s  compile {med['compile']:.3f} s  kernel time {med['kernel']:.3f} s  "
+        f"overhead {med['overhead']:.3f} s  (median of {repeats}; speedup {med['speedup']:.2f}x)"
+    )
     return rows
 
 
@@ -83,8 +92,10 @@ def main() -> None:
     from agentkern.config import home
     from agentkern.harness import WarmPool
 
-    print(f"harness overhead per evaluation: {args.problem} (1024x1024 fp32), {args.solution.name}, "
-          f"{os.cpu_count()} cores, python {sys.version.split()[0]}")
+    print(
+        f"harness overhead per evaluation: {args.problem} (1024x1024 fp32), {args.solution.name}, "
+        f"{os.cpu_count()} cores, python {sys.version.split()[0]}"
+    )
     run("cold", args.repeats, args.problem, args.solution, None)
     pool = WarmPool(home() / "spares")
     try:

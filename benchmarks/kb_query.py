@@ -31,22 +31,32 @@ sys.path.insert(0, str(ROOT))  # runs from a checkout, installed or not (e.g. a 
 EVAL_SET = ROOT / "tests" / "data" / "kb_eval.jsonl"
 
 QUERIES = [
-    ("shared memory per SM and L2 size", "h100", "triton"), ("tensor cores wgmma TMA", "h100", "cuda"),
-    ("memory coalescing float4 vector loads", "a100", "cuda"), ("BLOCK_M BLOCK_N num_warps choice", "l4", "triton"),
-    ("AVX2 FMA peak throughput", "cpu", "cpp"), ("online softmax running max", None, None),
-    ("HBM bandwidth of the H200", "h200", None), ("L40S fp8 tensor throughput", "l40s", None),
-    ("OpenMP schedule static or dynamic", "cpu", "cpp"), ("matmul register tiling micro-kernel", "cpu", "cpp"),
-    ("bank conflicts in shared memory", None, "cuda"), ("software pipelining num_stages", "a100", "triton"),
-    ("layernorm mean and variance in one pass", None, None), ("relu elementwise memory-bound kernel", "rtx4090", None),
-    ("split-K reduction for skinny matrices", None, "triton"), ("occupancy registers per thread", "l4", "cuda"),
-    ("non-temporal stores for large outputs", "cpu", "cpp"), ("bf16 tl.dot upcast", None, "triton"),
-    ("roofline arithmetic intensity", None, None), ("warp shuffle reduction", "h100", "cuda"),
+    ("shared memory per SM and L2 size", "h100", "triton"),
+    ("tensor cores wgmma TMA", "h100", "cuda"),
+    ("memory coalescing float4 vector loads", "a100", "cuda"),
+    ("BLOCK_M BLOCK_N num_warps choice", "l4", "triton"),
+    ("AVX2 FMA peak throughput", "cpu", "cpp"),
+    ("online softmax running max", None, None),
+    ("HBM bandwidth of the H200", "h200", None),
+    ("L40S fp8 tensor throughput", "l40s", None),
+    ("OpenMP schedule static or dynamic", "cpu", "cpp"),
+    ("matmul register tiling micro-kernel", "cpu", "cpp"),
+    ("bank conflicts in shared memory", None, "cuda"),
+    ("software pipelining num_stages", "a100", "triton"),
+    ("layernorm mean and variance in one pass", None, None),
+    ("relu elementwise memory-bound kernel", "rtx4090", None),
+    ("split-K reduction for skinny matrices", None, "triton"),
+    ("occupancy registers per thread", "l4", "cuda"),
+    ("non-temporal stores for large outputs", "cpu", "cpp"),
+    ("bf16 tl.dot upcast", None, "triton"),
+    ("roofline arithmetic intensity", None, None),
+    ("warp shuffle reduction", "h100", "cuda"),
 ]
 
 
 def recall(kb, ks=(1, 3, 5)) -> dict:
     questions = [json.loads(line) for line in EVAL_SET.read_text().splitlines() if line.strip()]
-    hits = {k: 0 for k in ks}
+    hits = dict.fromkeys(ks, 0)
     for q in questions:
         found = [r["id"] for r in kb.query(q["question"], q.get("target"), q.get("backend"), k=max(ks))]
         for k in ks:
@@ -61,8 +71,9 @@ def main() -> None:
     args = parser.parse_args()
 
     home = tempfile.mkdtemp(prefix="agentkern-kb-bench-")
-    os.environ.update(AGENTKERN_HOME=home, AGENTKERN_KB_EMBEDDING=args.embedding, HF_HUB_OFFLINE="1",
-                      TRANSFORMERS_OFFLINE="1")
+    os.environ.update(
+        AGENTKERN_HOME=home, AGENTKERN_KB_EMBEDDING=args.embedding, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cli = [sys.executable, "-m", "agentkern", "kb"]
 
@@ -77,8 +88,10 @@ def main() -> None:
     kb = KnowledgeBase(root=Path(home) / "kb-inproc")
     start = time.perf_counter()
     built = kb.ensure_built()
-    print(f"build in process: {time.perf_counter() - start:.2f} s for {built['documents']} documents, "
-          f"{built['chunks']} chunks (embedding alone: {built['seconds']:.2f} s incl. chroma writes)")
+    print(
+        f"build in process: {time.perf_counter() - start:.2f} s for {built['documents']} documents, "
+        f"{built['chunks']} chunks (embedding alone: {built['seconds']:.2f} s incl. chroma writes)"
+    )
     start = time.perf_counter()
     kb.ensure_built()
     print(f"no-op ensure_built: {(time.perf_counter() - start) * 1e3:.1f} ms")
@@ -90,12 +103,19 @@ def main() -> None:
         start = time.perf_counter()
         kb.query(text, target, backend, k=3)
         times.append(time.perf_counter() - start)
-    print(f"query in process: median {statistics.median(times) * 1e3:.1f} ms, max {max(times) * 1e3:.1f} ms "
-          f"over {len(times)} filtered queries (k=3)")
+    print(
+        f"query in process: median {statistics.median(times) * 1e3:.1f} ms, max {max(times) * 1e3:.1f} ms "
+        f"over {len(times)} filtered queries (k=3)"
+    )
 
     start = time.perf_counter()
-    proc = subprocess.run([*cli, "query", "tensor cores on Hopper", "--target", "h100", "--k", "3", "--json"],
-                          capture_output=True, text=True, cwd=ROOT, env=env)
+    proc = subprocess.run(
+        [*cli, "query", "tensor cores on Hopper", "--target", "h100", "--k", "3", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     print(f"cli query (new process, incl. Python start and imports): {time.perf_counter() - start:.2f} s")
 

@@ -24,7 +24,7 @@ def main() -> None:
     from agentkern.harness import evaluate
     from agentkern.types import EvalOptions
 
-    print(f"| solution | status | reference ms | kernel ms | speedup | roofline | bound |")
+    print("| solution | status | reference ms | kernel ms | speedup | roofline | bound |")
     print("|---|---|---|---|---|---|---|")
     for path in sorted((ROOT / "kernels_dataset" / "solutions").glob("*.py")):
         problem = path.stem.rsplit("_", 1)[0]
@@ -35,8 +35,10 @@ def main() -> None:
             print(f"| {path.name} | skipped: {exc} | | | | | |")
             continue
         fmt = lambda v, spec: "n/a" if v is None else format(v, spec)  # noqa: E731
-        print(f"| {path.name} | {r.status} | {fmt(r.reference_ms, '.3f')} | {fmt(r.kernel_ms, '.3f')} | "
-              f"{fmt(r.speedup, '.2f')} | {fmt(r.roofline_fraction, '.1%')} | {r.details.get('bound', 'n/a')} |")
+        print(
+            f"| {path.name} | {r.status} | {fmt(r.reference_ms, '.3f')} | {fmt(r.kernel_ms, '.3f')} | "
+            f"{fmt(r.speedup, '.2f')} | {fmt(r.roofline_fraction, '.1%')} | {r.details.get('bound', 'n/a')} |"
+        )
 
 
 if __name__ == "__main__":

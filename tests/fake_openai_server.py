@@ -30,8 +30,16 @@ class Response:
     delay_s: float = 0.0
 
 
-def ok(text: str = "hello", *, prompt_tokens: int = 11, completion_tokens: int = 7, model: str = "test-model",
-       finish_reason: str = "stop", usage: bool = True, delay_s: float = 0.0) -> Response:
+def ok(
+    text: str = "hello",
+    *,
+    prompt_tokens: int = 11,
+    completion_tokens: int = 7,
+    model: str = "test-model",
+    finish_reason: str = "stop",
+    usage: bool = True,
+    delay_s: float = 0.0,
+) -> Response:
     payload = {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -106,7 +114,7 @@ class FakeOpenAIServer:
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
-    def __enter__(self) -> "FakeOpenAIServer":
+    def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
         return self
 

@@ -8,21 +8,31 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, fast_options
 
 from agentkern.bench import compare as C
 from agentkern.bench import metrics as M
-from agentkern.bench.report import ROW_KEYS, build_report, markdown
 from agentkern.bench.runner import BenchOptions, classify
+from agentkern.bench.summary import ROW_KEYS, build_report, markdown
 from agentkern.errors import UserError
 
 
 def row(name, status="ok", eager=None, compile_=None, n=0, c=0, speedups=(), factor=None, predicted=False):
-    return {"name": name, "status": status, "reason": None if status == "ok" else "why", "speedup_eager": eager,
-            "speedup_compile": compile_, "roofline_fraction": None, "kernel_path": None, "candidates": n,
-            "correct_candidates": c, "candidate_speedups": list(speedups), "run_id": None, "compile_factor": factor,
-            "predicted": predicted}
+    return {
+        "name": name,
+        "status": status,
+        "reason": None if status == "ok" else "why",
+        "speedup_eager": eager,
+        "speedup_compile": compile_,
+        "roofline_fraction": None,
+        "kernel_path": None,
+        "candidates": n,
+        "correct_candidates": c,
+        "candidate_speedups": list(speedups),
+        "run_id": None,
+        "compile_factor": factor,
+        "predicted": predicted,
+    }
 
 
 # ---- fast_p ------------------------------------------------------------------------------------------------
@@ -81,9 +91,11 @@ def test_geomean_over_correct_problems_and_null_when_none():
 
 
 def test_suite_metrics_keys_and_the_compile_baseline():
-    rows = [row("a", eager=2.0, factor=0.5, n=2, c=2, speedups=[1.0, 2.0]),
-            row("b", "failed", n=2, c=0, speedups=[None, None]),
-            row("c", "unsupported")]
+    rows = [
+        row("a", eager=2.0, factor=0.5, n=2, c=2, speedups=[1.0, 2.0]),
+        row("b", "failed", n=2, c=0, speedups=[None, None]),
+        row("c", "unsupported"),
+    ]
     m = M.suite_metrics(rows, k=2)
     assert set(M.FAST_P) | {"pass_at_k", "speedup_at_k", "geomean_speedup"} <= set(m)
     assert m["fast_0"] == pytest.approx(1 / 3) and m["fast_1_5"] == pytest.approx(1 / 3)
@@ -93,15 +105,22 @@ def test_suite_metrics_keys_and_the_compile_baseline():
     assert mc["fast_1"] == 0.0 and mc["fast_0"] == pytest.approx(1 / 3)
     assert mc["speedup_at_k"] == pytest.approx(1.0 / 3) and mc["geomean_speedup"] == 1.0
     empty = M.suite_metrics([], k=1)
-    assert all(empty[key] is None for key in ("fast_0", "fast_1", "fast_1_5", "fast_2", "pass_at_k", "speedup_at_k", "geomean_speedup"))
+    assert all(
+        empty[key] is None
+        for key in ("fast_0", "fast_1", "fast_1_5", "fast_2", "pass_at_k", "speedup_at_k", "geomean_speedup")
+    )
 
 
 # ---- report and compare ------------------------------------------------------------------------------------
 def test_report_json_has_the_stable_keys_and_a_markdown_table():
-    report = build_report("mine", "cpu", BenchOptions(target="cpu"), [row("a", eager=1.2, n=1, c=1, speedups=[1.2]), row("b", "error")])
+    report = build_report(
+        "mine", "cpu", BenchOptions(target="cpu"), [row("a", eager=1.2, n=1, c=1, speedups=[1.2]), row("b", "error")]
+    )
     assert {"suite", "target", "options", "metrics", "problems"} <= set(report)
     assert set(ROW_KEYS) <= set(report["problems"][0])
-    assert {"fast_0", "fast_1", "fast_1_5", "fast_2", "pass_at_k", "speedup_at_k", "geomean_speedup"} <= set(report["metrics"])
+    assert {"fast_0", "fast_1", "fast_1_5", "fast_2", "pass_at_k", "speedup_at_k", "geomean_speedup"} <= set(
+        report["metrics"]
+    )
     text = markdown(report)
     assert "| a | ok | 1.20x |" in text and "| b | error |" in text and "fast_1.5" in text
     json.dumps(report)
@@ -112,9 +131,12 @@ def _report(*rows_, baseline="eager"):
 
 
 def test_compare_flags_regressions_and_not_improvements():
-    before = _report(row("a", eager=2.0), row("b", eager=1.0), row("c", eager=1.5), row("d", "failed"), row("gone", eager=1.0))
-    after = _report(row("a", eager=1.5), row("b", eager=1.3), row("c", "error"),
-                    row("d", eager=1.1), row("new", eager=3.0))
+    before = _report(
+        row("a", eager=2.0), row("b", eager=1.0), row("c", eager=1.5), row("d", "failed"), row("gone", eager=1.0)
+    )
+    after = _report(
+        row("a", eager=1.5), row("b", eager=1.3), row("c", "error"), row("d", eager=1.1), row("new", eager=3.0)
+    )
     result = C.compare(before, after, threshold=0.10)
     kinds = {ch["name"]: ch["kind"] for ch in result["changes"]}
     assert kinds == {"a": "slower", "b": "improved", "c": "broke", "d": "fixed", "new": "new", "gone": "missing"}
@@ -149,8 +171,14 @@ def test_failures_are_classified_by_their_cause():
 
 
 def run_cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "agentkern", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env={**os.environ})
+    return subprocess.run(
+        [sys.executable, "-m", "agentkern", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ},
+    )
 
 
 def test_bench_compare_command_exit_codes(tmp_path):
@@ -188,7 +216,7 @@ def test_suites_resolve_folders_and_kernelbench_checkouts(tmp_path):
 
 
 # ---- problem sizes -----------------------------------------------------------------------------------------
-SIZED_PROBLEM = '''
+SIZED_PROBLEM = """
 import torch
 import torch.nn as nn
 
@@ -208,9 +236,9 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-SHAPE_CHECKING_SOLUTION = '''
+SHAPE_CHECKING_SOLUTION = """
 import torch
 import torch.nn as nn
 
@@ -220,7 +248,7 @@ class ModelNew(nn.Module):
         if tuple(x.shape) != (8, 16):
             raise ValueError(f"got shape {tuple(x.shape)}, not the cpu size")
         return x.clamp(min=0)
-'''
+"""
 
 
 @pytest.fixture
@@ -264,19 +292,21 @@ def test_the_size_default_follows_the_target_and_an_absent_gpu_gets_cpu_sizes():
 
 
 def test_the_recogniser_sees_the_sized_shapes_and_the_model_source_keeps_them(sized, tmp_path):
-    from agentkern.builtin.analysis import analyze_problem
-    from agentkern.builtin.recognize import model_source
+    from agentkern.policies.builtin.analysis import analyze_problem
+    from agentkern.policies.builtin.recognize import model_source
 
     spec = analyze_problem(sized[0], size="cpu")
     assert spec["input_shapes"] == [[8, 16]] and spec["size"] == "cpu"
     uses_constant = tmp_path / "lin.py"
-    uses_constant.write_text("import torch.nn as nn\nWIDTH = 4\nclass Model(nn.Module):\n"
-                             "    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(WIDTH, WIDTH)\n")
+    uses_constant.write_text(
+        "import torch.nn as nn\nWIDTH = 4\nclass Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(WIDTH, WIDTH)\n"
+    )
     assert model_source(uses_constant, overrides={"WIDTH": 32}).rstrip().endswith("WIDTH = 32")
 
 
 # ---- end to end --------------------------------------------------------------------------------------------
-SORT_PROBLEM = '''
+SORT_PROBLEM = """
 import torch
 import torch.nn as nn
 
@@ -292,7 +322,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_bench_runs_a_suite_with_one_solvable_and_one_unsupported_problem(tmp_path):
@@ -303,8 +333,20 @@ def test_bench_runs_a_suite_with_one_solvable_and_one_unsupported_problem(tmp_pa
     previous = tmp_path / "previous.json"
     previous.write_text(json.dumps(_report(row("relu_small", eager=1000.0), row("sort_rows", "unsupported"))))
     out = tmp_path / "report.json"
-    proc = run_cli("bench", str(suite), "--target", "cpu", "--max-iters", "1", "--json", "--out", str(out),
-                   "--compare", str(previous), timeout=600)
+    proc = run_cli(
+        "bench",
+        str(suite),
+        "--target",
+        "cpu",
+        "--max-iters",
+        "1",
+        "--json",
+        "--out",
+        str(out),
+        "--compare",
+        str(previous),
+        timeout=600,
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]  # relu_small got "slower" than the made-up 1000x
     report = json.loads(proc.stdout)
     assert json.loads(out.read_text())["metrics"] == report["metrics"]

@@ -1,5 +1,5 @@
-"""The built-in policy's raw material: problem recognition (agentkern.builtin.recognize / analysis) and the
-C++ templates (agentkern.builtin.templates), each rendered file judged by the real harness."""
+"""The built-in policy's raw material: problem recognition (agentkern.policies.builtin.recognize / analysis) and the
+C++ templates (agentkern.policies.builtin.templates), each rendered file judged by the real harness."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from agentkern.builtin import templates as T
-from agentkern.builtin.recognize import analyze
 from agentkern.config import dataset_dir
 from agentkern.errors import UserError
 from agentkern.harness import WarmPool, evaluate
+from agentkern.policies.builtin import templates as T
+from agentkern.policies.builtin.recognize import analyze
 from agentkern.types import EvalOptions
 
 PROBLEMS = dataset_dir() / "problems"
@@ -316,7 +316,18 @@ def specs(problems) -> dict[str, dict]:
 SHIPPED = {
     "softmax": ("softmax", {"dim": -1, "scale": 1.0, "input": 0}, []),
     "layernorm": ("layernorm", {"eps": 1e-5, "affine": True, "bias": True, "normalized_shape": [1024], "input": 0}, []),
-    "matmul": ("matmul", {"a": {"input": 0, "trans": False}, "b": {"input": 1, "trans": False}, "batch": 1, "M": 1024, "N": 1024, "K": 1024}, []),
+    "matmul": (
+        "matmul",
+        {
+            "a": {"input": 0, "trans": False},
+            "b": {"input": 1, "trans": False},
+            "batch": 1,
+            "M": 1024,
+            "N": 1024,
+            "K": 1024,
+        },
+        [],
+    ),
     "relu": ("elementwise", {"input": 0, "chain": [{"op": "relu"}]}, []),
     "sum_rows": ("reduce", {"op": "sum", "dim": -1, "keepdim": False, "input": 0}, []),
     "attention": ("attention", {"causal": False, "scale": 0.125, "q": 0, "k": 1, "v": 2}, []),
@@ -345,7 +356,11 @@ def test_analyze_hand_written_problems(specs):
     assert s["family"] == "rmsnorm" and s["attrs"]["eps"] == 1e-6 and s["attrs"]["affine"] and s["epilogue"] == []
     assert s["param_paths"] == {"weight": "weight"}
     s = specs["rms_module"]
-    assert s["family"] == "rmsnorm" and s["epilogue"] == [{"op": "silu"}] and s["attrs"]["eps"] == pytest.approx(1.1920929e-07)
+    assert (
+        s["family"] == "rmsnorm"
+        and s["epilogue"] == [{"op": "silu"}]
+        and s["attrs"]["eps"] == pytest.approx(1.1920929e-07)
+    )
     s = specs["linear_gelu"]
     assert s["family"] == "linear" and s["attrs"]["bias"] and s["attrs"]["b"] == {"param": "weight", "trans": True}
     assert s["epilogue"] == [{"op": "add", "param": "bias", "bcast": "lastdim"}, {"op": "gelu", "approximate": "none"}]
@@ -375,10 +390,15 @@ def test_analyze_hand_written_problems(specs):
     assert (s["family"], s["frontend"], s["epilogue"]) == ("layernorm", "dispatch", [{"op": "relu"}])
 
 
-@pytest.mark.parametrize("name, words", [
-    ("sort", "sort"), ("softmax_dim0", "only the last dim"), ("two_branches", "two computed tensors"),
-    ("attn_mask", "attn_mask"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("sort", "sort"),
+        ("softmax_dim0", "only the last dim"),
+        ("two_branches", "two computed tensors"),
+        ("attn_mask", "attn_mask"),
+    ],
+)
 def test_unsupported_problems_give_a_reason(specs, name, words):
     spec = specs[name]
     assert spec["family"] is None and words in spec["reason"] and "\n" not in spec["reason"]
@@ -388,8 +408,18 @@ def test_unsupported_problems_give_a_reason(specs, name, words):
 
 # ---- templates ------------------------------------------------------------------------------------------------
 def test_template_metadata():
-    assert set(T.families()) == {"softmax", "log_softmax", "layernorm", "rmsnorm", "reduce", "elementwise",
-                                 "matmul", "linear", "bmm", "attention"}
+    assert set(T.families()) == {
+        "softmax",
+        "log_softmax",
+        "layernorm",
+        "rmsnorm",
+        "reduce",
+        "elementwise",
+        "matmul",
+        "linear",
+        "bmm",
+        "attention",
+    }
     for family in T.families():
         space, default = T.param_space(family), T.default_params(family)
         assert space and all(default[k] in v for k, v in space.items())
@@ -451,7 +481,19 @@ CASES = [
     ("relu", {"stream": "always", "chunk": 4096, "unroll": 2}),
     ("chain_avx512", {"simd": "avx512", "unroll": 2, "schedule": "dynamic"}),
     ("gelu_avx512", {"simd": "avx512", "stream": "always", "chunk": 4096}),
-    ("linear_gelu", {"micro": "4x24", "pack_a": False, "kc": 128, "mc": 48, "nc": 512, "schedule": "static", "unroll": 1, "prefetch": 0}),
+    (
+        "linear_gelu",
+        {
+            "micro": "4x24",
+            "pack_a": False,
+            "kc": 128,
+            "mc": 48,
+            "nc": 512,
+            "schedule": "static",
+            "unroll": 1,
+            "prefetch": 0,
+        },
+    ),
     ("matmul_t", {"micro": "8x8", "kc": 192, "pack_a": False}),
     ("bmm_relu", {"micro": "4x16", "kc": 384, "mc": 144, "nc": 1024}),
     ("residual_layernorm", {"algorithm": "one_pass", "unroll": 4}),
@@ -503,12 +545,14 @@ def test_rendered_kernels_pass_the_harness(problems, specs, pool, tmp_path, name
 
 @pytest.mark.slow
 def test_analyze_problem_in_the_sandbox(problems, tmp_path):
-    from agentkern.builtin.analysis import analyze_problem
+    from agentkern.policies.builtin.analysis import analyze_problem
 
     spec = analyze_problem(problems["linear_gelu"])
     assert spec["family"] == "linear" and spec["param_paths"]["bias"] == "fc.bias"
     broken = tmp_path / "broken.py"
-    broken.write_text(HEADER + textwrap.dedent("""
+    broken.write_text(
+        HEADER
+        + textwrap.dedent("""
         class Model(nn.Module):
             def __init__(self):
                 super().__init__()
@@ -519,7 +563,8 @@ def test_analyze_problem_in_the_sandbox(problems, tmp_path):
 
         def get_init_inputs():
             return []
-        """))
+        """)
+    )
     with pytest.raises(UserError, match="no model here"):
         analyze_problem(broken)
     with pytest.raises(UserError):

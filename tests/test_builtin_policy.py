@@ -2,16 +2,22 @@
 
 import pytest
 
-from agentkern.builtin import templates
-from agentkern.policies.builtin import BuiltinPolicy
+from agentkern.policies.builtin import templates
+from agentkern.policies.builtin.policy import BuiltinPolicy
 
-SPACE = {1: {"block": [2, 4]}, 2: {"block": [2, 4], "algo": ["a", "b"]}, 3: {"block": [2, 4], "algo": ["a", "b"], "sched": ["s", "d"]}}
+SPACE = {
+    1: {"block": [2, 4]},
+    2: {"block": [2, 4], "algo": ["a", "b"]},
+    3: {"block": [2, 4], "algo": ["a", "b"], "sched": ["s", "d"]},
+}
 
 
 @pytest.fixture
 def policy(monkeypatch):
     monkeypatch.setattr(templates, "param_space", lambda family, backend, stage_max=3, features=None: SPACE[stage_max])
-    monkeypatch.setattr(templates, "default_params", lambda family, backend, features=None: {"block": 2, "algo": "a", "sched": "s"})
+    monkeypatch.setattr(
+        templates, "default_params", lambda family, backend, features=None: {"block": 2, "algo": "a", "sched": "s"}
+    )
     monkeypatch.setattr(templates, "render", lambda spec, params, backend: f"# {params}\nclass ModelNew: pass\n")
     return BuiltinPolicy({"family": "softmax"}, "cpp", seed=3)
 
@@ -31,8 +37,13 @@ def test_first_iteration_starts_from_the_defaults(policy):
 def test_never_proposes_a_tried_set_and_falls_back_to_other_elites(policy):
     best = {"id": "001-0", "params": {"block": 2, "algo": "a", "sched": "s"}, "speedup": 2.0}
     other = {"id": "002-1", "params": {"block": 4, "algo": "b", "sched": "s"}, "speedup": 1.5}
-    tried = [best["params"], other["params"], {"block": 4, "algo": "a", "sched": "s"},
-             {"block": 2, "algo": "b", "sched": "s"}, {"block": 2, "algo": "a", "sched": "d"}]
+    tried = [
+        best["params"],
+        other["params"],
+        {"block": 4, "algo": "a", "sched": "s"},
+        {"block": 2, "algo": "b", "sched": "s"},
+        {"block": 2, "algo": "a", "sched": "d"},
+    ]
     c = ctx(5, 3, elites=[best, other], tried=tried)
     plan = {"parent": "001-0", "parent_params": best["params"], "stage": 3}
     drafts = policy.write(plan, c, beam=2)

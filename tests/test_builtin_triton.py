@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agentkern.builtin import templates as T
-from agentkern.builtin.recognize import analyze
 from agentkern.harness import evaluate
+from agentkern.policies.builtin import templates as T
+from agentkern.policies.builtin.recognize import analyze
 from agentkern.types import EvalOptions
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
@@ -23,9 +23,11 @@ def problem(forward: str, inputs: str, sig: str = "x", init: str = "[]", ctor_ar
     """A KernelBench problem file: `forward(self, sig)` returns `forward`; `ctor` (lines) builds the Model."""
     body = "".join(f"        {line}\n" for line in ctor.splitlines())
     init_fn = f"    def __init__(self{ctor_args}):\n        super().__init__()\n{body}\n" if ctor else ""
-    return (f"{HEADER}class Model(nn.Module):\n{init_fn}"
-            f"    def forward(self, {sig}):\n        return {forward}\n\n\n"
-            f"def get_inputs():\n    return {inputs}\n\n\ndef get_init_inputs():\n    return {init}\n")
+    return (
+        f"{HEADER}class Model(nn.Module):\n{init_fn}"
+        f"    def forward(self, {sig}):\n        return {forward}\n\n\n"
+        f"def get_inputs():\n    return {inputs}\n\n\ndef get_init_inputs():\n    return {init}\n"
+    )
 
 
 LN_INIT = """self.ln = nn.LayerNorm(n)
@@ -35,38 +37,67 @@ with torch.no_grad():
 RMS_INIT = """self.norm = nn.RMSNorm(n)
 with torch.no_grad():
     self.norm.weight.uniform_(0.5, 1.5)"""
-EVERY_OP = ("torch.clamp(torch.sigmoid(torch.clamp(torch.relu(torch.tanh(((((2.0 - torch.rsqrt(F.gelu(torch.exp("
-            "-torch.sqrt(torch.abs(F.silu(torch.clamp(F.leaky_relu(x, 0.1), min=-0.05, max=2.0) * self.s)) + 1.0)))"
-            " * 3.0 + 1.0) ** 3) ** 2 / 3.0) ** -1) ** 0.5 + 1.0) ** -0.5) - 0.6), max=0.2)) ** 1, min=0.1)")
+EVERY_OP = (
+    "torch.clamp(torch.sigmoid(torch.clamp(torch.relu(torch.tanh(((((2.0 - torch.rsqrt(F.gelu(torch.exp("
+    "-torch.sqrt(torch.abs(F.silu(torch.clamp(F.leaky_relu(x, 0.1), min=-0.05, max=2.0) * self.s)) + 1.0)))"
+    " * 3.0 + 1.0) ** 3) ** 2 / 3.0) ** -1) ** 0.5 + 1.0) ** -0.5) - 0.6), max=0.2)) ** 1, min=0.1)"
+)
 
 SOURCES = {
     # softmax, then a last-dim parameter: a broadcast vector in a row template's epilogue
-    "softmax": problem("torch.softmax(x, dim=-1) * self.g", "[torch.randn(64, 300) * 3]", init="[300]",
-                       ctor_args=", n", ctor="self.g = nn.Parameter(torch.rand(n) + 0.5)"),
+    "softmax": problem(
+        "torch.softmax(x, dim=-1) * self.g",
+        "[torch.randn(64, 300) * 3]",
+        init="[300]",
+        ctor_args=", n",
+        ctor="self.g = nn.Parameter(torch.rand(n) + 0.5)",
+    ),
     "log_softmax": problem("torch.log_softmax(x / -1.7, dim=-1)", "[torch.randn(64, 1100) * 3]"),
     # a residual input (a full operand) after the norm; the offset tests the variance's robustness
-    "layernorm": problem("torch.relu(self.ln(x) + r) * 2", "[torch.randn(2, 32, 700) + 3, torch.randn(2, 32, 700)]",
-                         sig="x, r", init="[700]", ctor_args=", n", ctor=LN_INIT),
-    "rms_module": problem("F.silu(self.norm(x))", "[torch.randn(64, 700)]", init="[700]", ctor_args=", n",
-                          ctor=RMS_INIT),
-    "rms_hand": problem("x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight",
-                        "[torch.randn(64, 300)]", init="[300]", ctor_args=", n",
-                        ctor="self.weight = nn.Parameter(torch.rand(n) + 0.5)"),
+    "layernorm": problem(
+        "torch.relu(self.ln(x) + r) * 2",
+        "[torch.randn(2, 32, 700) + 3, torch.randn(2, 32, 700)]",
+        sig="x, r",
+        init="[700]",
+        ctor_args=", n",
+        ctor=LN_INIT,
+    ),
+    "rms_module": problem(
+        "F.silu(self.norm(x))", "[torch.randn(64, 700)]", init="[700]", ctor_args=", n", ctor=RMS_INIT
+    ),
+    "rms_hand": problem(
+        "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight",
+        "[torch.randn(64, 300)]",
+        init="[300]",
+        ctor_args=", n",
+        ctor="self.weight = nn.Parameter(torch.rand(n) + 0.5)",
+    ),
     "sum": problem("x.sum(-1)", "[torch.randn(4, 16, 700)]"),
     "mean": problem("x.mean(dim=-1, keepdim=True) * 3", "[torch.randn(64, 300)]"),
     "max": problem("torch.max(x, dim=-1, keepdim=True)[0]", "[torch.randn(64, 700)]"),
     # an input (full) and a parameter (last-dim vector) operand in one chain
-    "chain": problem('1.0 / (torch.sigmoid(F.gelu(torch.tanh(x * 0.5) + y, approximate="tanh") * 2.0 - self.b) + 1.0)',
-                     "[torch.randn(64, 300), torch.randn(64, 300)]", sig="x, y", init="[300]", ctor_args=", n",
-                     ctor="self.b = nn.Parameter(torch.randn(n))"),
+    "chain": problem(
+        '1.0 / (torch.sigmoid(F.gelu(torch.tanh(x * 0.5) + y, approximate="tanh") * 2.0 - self.b) + 1.0)',
+        "[torch.randn(64, 300), torch.randn(64, 300)]",
+        sig="x, y",
+        init="[300]",
+        ctor_args=", n",
+        ctor="self.b = nn.Parameter(torch.randn(n))",
+    ),
     # every other epilogue op, and a one-element parameter
     "every_op": problem(EVERY_OP, "[torch.randn(64, 300)]", ctor="self.s = nn.Parameter(torch.tensor([0.7]))"),
     "matmul": problem("torch.matmul(a, b)", "[torch.randn(70, 50), torch.randn(50, 90)]", sig="a, b"),
-    "linear_gelu": problem("F.gelu(self.fc(x))", "[torch.randn(2, 35, 50)]", init="[50, 90]", ctor_args=", fin, fout",
-                           ctor="self.fc = nn.Linear(fin, fout)"),
+    "linear_gelu": problem(
+        "F.gelu(self.fc(x))",
+        "[torch.randn(2, 35, 50)]",
+        init="[50, 90]",
+        ctor_args=", fin, fout",
+        ctor="self.fc = nn.Linear(fin, fout)",
+    ),
     "bmm": problem("torch.relu(torch.bmm(a, b))", "[torch.randn(3, 40, 50), torch.randn(3, 50, 30)]", sig="a, b"),
-    "matmul_t": problem("torch.sigmoid(torch.matmul(a.T, b)) - 0.5", "[torch.randn(50, 70), torch.randn(50, 90)]",
-                        sig="a, b"),
+    "matmul_t": problem(
+        "torch.sigmoid(torch.matmul(a.T, b)) - 0.5", "[torch.randn(50, 70), torch.randn(50, 90)]", sig="a, b"
+    ),
 }
 
 # (problem, family, non-default parameter sets): each family with at least one; looped BLOCK_N shorter
@@ -87,8 +118,9 @@ CASES = [
     ("bmm", "bmm", [{"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16}]),
     ("matmul_t", "matmul", [{"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 4}]),
 ]
-OPTS = EvalOptions(trials=2, time_budget_s=0.05, min_timed_calls=3, max_timed_calls=5, run_timeout_s=60,
-                   memory_limit_gb=4)
+OPTS = EvalOptions(
+    trials=2, time_budget_s=0.05, min_timed_calls=3, max_timed_calls=5, run_timeout_s=60, memory_limit_gb=4
+)
 
 
 @pytest.fixture(scope="module")
@@ -120,21 +152,44 @@ def judge(problem_path: Path, source: str, path: Path, pool=None):
 
 # ---- metadata: the parameter names and values are a contract (the cost model reads them) --------------------
 # template -> (params, default, stage)
-ROW_META = ({"BLOCK_N": ["row", 512, 1024, 2048, 4096], "num_warps": [1, 2, 4, 8, 16], "ROWS": [1, 2, 4],
-             "num_stages": [1, 2, 3]},
-            {"BLOCK_N": "row", "num_warps": 4, "ROWS": 1, "num_stages": 1},
-            {"BLOCK_N": 1, "num_warps": 1, "ROWS": 2, "num_stages": 3})
+ROW_META = (
+    {
+        "BLOCK_N": ["row", 512, 1024, 2048, 4096],
+        "num_warps": [1, 2, 4, 8, 16],
+        "ROWS": [1, 2, 4],
+        "num_stages": [1, 2, 3],
+    },
+    {"BLOCK_N": "row", "num_warps": 4, "ROWS": 1, "num_stages": 1},
+    {"BLOCK_N": 1, "num_warps": 1, "ROWS": 2, "num_stages": 3},
+)
 META = {
-    "matmul": ({"BLOCK_M": [16, 32, 64, 128], "BLOCK_N": [32, 64, 128, 256], "BLOCK_K": [16, 32, 64],
-                "num_warps": [2, 4, 8], "precision": ["ieee", "tf32x3"], "num_stages": [2, 3, 4, 5],
-                "GROUP_M": [1, 4, 8]},
-               {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "precision": "ieee", "num_stages": 3,
-                "GROUP_M": 8},
-               {"BLOCK_M": 1, "BLOCK_N": 1, "BLOCK_K": 1, "num_warps": 1, "precision": 2, "num_stages": 2,
-                "GROUP_M": 3}),
-    "elementwise": ({"BLOCK": [256, 512, 1024, 2048, 4096, 8192], "num_warps": [1, 2, 4, 8]},
-                    {"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 1, "num_warps": 1}),
-    **{f: ROW_META for f in ("softmax", "layernorm", "rmsnorm", "reduce")},
+    "matmul": (
+        {
+            "BLOCK_M": [16, 32, 64, 128],
+            "BLOCK_N": [32, 64, 128, 256],
+            "BLOCK_K": [16, 32, 64],
+            "num_warps": [2, 4, 8],
+            "precision": ["ieee", "tf32x3"],
+            "num_stages": [2, 3, 4, 5],
+            "GROUP_M": [1, 4, 8],
+        },
+        {
+            "BLOCK_M": 64,
+            "BLOCK_N": 64,
+            "BLOCK_K": 32,
+            "num_warps": 4,
+            "precision": "ieee",
+            "num_stages": 3,
+            "GROUP_M": 8,
+        },
+        {"BLOCK_M": 1, "BLOCK_N": 1, "BLOCK_K": 1, "num_warps": 1, "precision": 2, "num_stages": 2, "GROUP_M": 3},
+    ),
+    "elementwise": (
+        {"BLOCK": [256, 512, 1024, 2048, 4096, 8192], "num_warps": [1, 2, 4, 8]},
+        {"BLOCK": 1024, "num_warps": 4},
+        {"BLOCK": 1, "num_warps": 1},
+    ),
+    **dict.fromkeys(("softmax", "layernorm", "rmsnorm", "reduce"), ROW_META),
 }
 
 
@@ -212,12 +267,16 @@ def test_rendered_triton_kernels_pass_the_harness(problems, specs, tmp_path, nam
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, params, pattern, replacement", [
-    # the linear's fused GELU dropped: only the bias is left
-    ("linear_gelu", {}, r"\n\s*y = 0\.5 \* y \* \(1\.0 \+ tl\.math\.erf\(.*\n", "\n"),
-    # the online softmax no longer rescales the running sum when a later chunk raises the max
-    ("log_softmax", {"BLOCK_N": 512}, r"s \* tl\.exp\(m - m_ref\)", "s"),
-], ids=["no_gelu", "no_rescale"])
+@pytest.mark.parametrize(
+    "name, params, pattern, replacement",
+    [
+        # the linear's fused GELU dropped: only the bias is left
+        ("linear_gelu", {}, r"\n\s*y = 0\.5 \* y \* \(1\.0 \+ tl\.math\.erf\(.*\n", "\n"),
+        # the online softmax no longer rescales the running sum when a later chunk raises the max
+        ("log_softmax", {"BLOCK_N": 512}, r"s \* tl\.exp\(m - m_ref\)", "s"),
+    ],
+    ids=["no_gelu", "no_rescale"],
+)
 def test_a_wrong_variant_is_caught(problems, specs, tmp_path, name, params, pattern, replacement):
     """The harness cases above can fail: the same files, subtly broken, are judged incorrect."""
     source = T.render(specs[name], params, "triton")
@@ -249,13 +308,14 @@ def test_warm_workers_run_triton_in_the_interpreter(problems, specs, tmp_path):
 def test_optimize_for_an_absent_gpu_end_to_end(problems, tmp_path, monkeypatch):
     """`agentkern optimize --target h100` without the GPU: built-in Triton candidates, correct in the
     interpreter, ranked by predicted speedup, the best written out and marked predicted."""
-    from agentkern import optimize
     from agentkern import targets as targets
-    from agentkern.agents.deps import OptimizeOptions
+    from agentkern.loop import run as optimize
+    from agentkern.loop.deps import OptimizeOptions
 
     monkeypatch.setattr(targets, "is_present", lambda target: False)  # even on a machine with an H100
-    opts = OptimizeOptions(problem=str(problems["rms_hand"]), target="h100", max_iters=1, beam=2,
-                           out=str(tmp_path / "out"))
+    opts = OptimizeOptions(
+        problem=str(problems["rms_hand"]), target="h100", max_iters=1, beam=2, out=str(tmp_path / "out")
+    )
     result = optimize.run(opts)
     assert result["backend"] == "triton" and result["correct_candidates"] == 2
     best = result["best"]

@@ -6,10 +6,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
-SOFTMAX_TORCH = '''
+SOFTMAX_TORCH = """
 import torch
 import torch.nn as nn
 
@@ -17,13 +16,17 @@ class ModelNew(nn.Module):
     def forward(self, x):
         e = torch.exp(x - x.amax(dim=-1, keepdim=True))
         return e / e.sum(dim=-1, keepdim=True)
-'''
+"""
 
 
 def run_cli(*args, timeout=300):
     return subprocess.run(
-        [sys.executable, "-m", "agentkern", *args], capture_output=True, text=True, timeout=timeout,
-        cwd=ROOT, env={**os.environ},
+        [sys.executable, "-m", "agentkern", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ},
     )
 
 
@@ -47,10 +50,19 @@ def _bad_problem(tmp_path):
         (lambda tmp, sol: ["eval", "softmaxx", str(sol), "--target", "cpu"], "unknown problem 'softmaxx'"),
         (lambda tmp, sol: ["eval", _bad_problem(tmp), str(sol), "--target", "cpu"], "is not a KernelBench problem"),
         (lambda tmp, sol: ["eval", "softmax", str(tmp / "nope.py"), "--target", "cpu"], "solution file not found"),
-        (lambda tmp, sol: ["eval", "softmax", str(ROOT / "kernels_dataset/problems/relu.py"), "--target", "cpu"], "defines no ModelNew"),
+        (
+            lambda tmp, sol: ["eval", "softmax", str(ROOT / "kernels_dataset/problems/relu.py"), "--target", "cpu"],
+            "defines no ModelNew",
+        ),
         (lambda tmp, sol: ["eval", "softmax", str(sol), "--target", "tpu9"], "unknown target 'tpu9'"),
-        (lambda tmp, sol: ["eval", "softmax", str(sol), "--target", "cpu", "--tol", "float32"], "--tol expects DTYPE=VALUE"),
-        (lambda tmp, sol: ["eval", "softmax", str(sol), "--target", "cpu", "--mode", "turbo"], "--mode must be offline or server"),
+        (
+            lambda tmp, sol: ["eval", "softmax", str(sol), "--target", "cpu", "--tol", "float32"],
+            "--tol expects DTYPE=VALUE",
+        ),
+        (
+            lambda tmp, sol: ["eval", "softmax", str(sol), "--target", "cpu", "--mode", "turbo"],
+            "--mode must be offline or server",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, honest_solution, make_args, message):
@@ -65,7 +77,16 @@ def test_eval_json_has_the_stable_keys(honest_solution):
     proc = run_cli("eval", "softmax", str(honest_solution), "--target", "cpu", "--json", "--seed", "7")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert set(result) == {"status", "correct", "speedup", "reference_ms", "kernel_ms", "roofline_fraction", "error", "details"}
+    assert set(result) == {
+        "status",
+        "correct",
+        "speedup",
+        "reference_ms",
+        "kernel_ms",
+        "roofline_fraction",
+        "error",
+        "details",
+    }
     assert result["status"] == "ok" and result["correct"] is True and result["error"] is None
     assert result["kernel_ms"] > 0 and result["reference_ms"] > 0
     assert result["speedup"] == pytest.approx(result["reference_ms"] / result["kernel_ms"])
@@ -75,7 +96,9 @@ def test_eval_json_has_the_stable_keys(honest_solution):
 
 def test_a_verdict_other_than_ok_still_exits_0(tmp_path):
     path = tmp_path / "cheat.py"
-    path.write_text("import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, -1)\n")
+    path.write_text(
+        "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, -1)\n"
+    )
     proc = run_cli("eval", "softmax", str(path), "--target", "cpu", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "rejected"

@@ -4,7 +4,6 @@ tests/broken must get its verdict (crash, hang, syntax error, OOM, ...) without 
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, fast_options, read_expectation
 
 CHEATS = sorted((ROOT / "tests" / "cheats").glob("*.py"))

@@ -8,11 +8,11 @@ import sqlite3
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from agentkern import optimize
 from agentkern import targets as T
-from agentkern.agents.critic import bottleneck
-from agentkern.agents.deps import OptimizeOptions
-from agentkern.search.costmodel import predict, reference_ms
+from agentkern.loop import run as optimize
+from agentkern.loop.deps import OptimizeOptions
+from agentkern.loop.nodes.critic import bottleneck
+from agentkern.targets.costmodel import predict, reference_ms
 from agentkern.types import EvalResult
 
 GEMM = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3, "precision": "ieee", "GROUP_M": 8}
@@ -20,9 +20,13 @@ ROW = {"BLOCK_N": "row", "num_warps": 4, "ROWS": 1, "num_stages": 1}
 
 
 def gemm_spec(M, N, K, batch=1):
-    return {"family": "matmul", "attrs": {"M": M, "N": N, "K": K, "batch": batch},
-            "input_shapes": [[M, K], [K, N]], "output_shape": [M, N],
-            "eager_ops": [{"op": "mm", "in": M * K + K * N, "out": M * N, "flops": 2 * M * N * K}]}
+    return {
+        "family": "matmul",
+        "attrs": {"M": M, "N": N, "K": K, "batch": batch},
+        "input_shapes": [[M, K], [K, N]],
+        "output_shape": [M, N],
+        "eager_ops": [{"op": "mm", "in": M * K + K * N, "out": M * N, "flops": 2 * M * N * K}],
+    }
 
 
 def gemm_work(M, N, K):
@@ -30,8 +34,13 @@ def gemm_work(M, N, K):
 
 
 def row_spec(family, rows, cols, eager):
-    return {"family": family, "attrs": {"input": 0}, "input_shapes": [[rows, cols]], "output_shape": [rows, cols],
-            "eager_ops": eager}
+    return {
+        "family": family,
+        "attrs": {"input": 0},
+        "input_shapes": [[rows, cols]],
+        "output_shape": [rows, cols],
+        "eager_ops": eager,
+    }
 
 
 def row_work(rows, cols):
@@ -61,8 +70,12 @@ def test_predictions_never_beat_the_roofline_bound():
 def test_tensor_cores_beat_fma_on_a_large_fp32_gemm():
     t, M = T.get_target("h100"), 4096
     fma = predict(t, gemm_spec(M, M, M), {**GEMM, "BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8}, gemm_work(M, M, M))
-    tc = predict(t, gemm_spec(M, M, M), {**GEMM, "BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "precision": "tf32x3"},
-                 gemm_work(M, M, M))
+    tc = predict(
+        t,
+        gemm_spec(M, M, M),
+        {**GEMM, "BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "precision": "tf32x3"},
+        gemm_work(M, M, M),
+    )
     assert tc.kernel_ms < fma.kernel_ms
 
 
@@ -80,8 +93,12 @@ def test_register_spills_and_tiny_tiles_are_penalised():
     spilled = predict(t, spec, {**ROW, "num_warps": 1}, row_work(4096, 8192))
     assert spilled.kernel_ms > 2 * good.kernel_ms
     assert any("spill" in n for n in spilled.notes)
-    tiny = predict(t, gemm_spec(2048, 2048, 2048), {**GEMM, "BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 8},
-                   gemm_work(2048, 2048, 2048))
+    tiny = predict(
+        t,
+        gemm_spec(2048, 2048, 2048),
+        {**GEMM, "BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 8},
+        gemm_work(2048, 2048, 2048),
+    )
     assert tiny.kernel_ms > predict(t, gemm_spec(2048, 2048, 2048), GEMM, gemm_work(2048, 2048, 2048)).kernel_ms
 
 
@@ -89,13 +106,19 @@ def test_fusing_an_eager_chain_is_predicted_to_pay():
     """Hand-written RMSNorm runs six eager kernels; one fused pass is predicted several times faster."""
     rows, cols = 8192, 4096
     n = rows * cols
-    eager = [{"op": "pow", "in": n, "out": n}, {"op": "mean", "in": n, "out": rows}, {"op": "add", "in": rows, "out": rows},
-             {"op": "rsqrt", "in": rows, "out": rows}, {"op": "mul", "in": n + rows, "out": n},
-             {"op": "mul", "in": n + cols, "out": n}]
+    eager = [
+        {"op": "pow", "in": n, "out": n},
+        {"op": "mean", "in": n, "out": rows},
+        {"op": "add", "in": rows, "out": rows},
+        {"op": "rsqrt", "in": rows, "out": rows},
+        {"op": "mul", "in": n + rows, "out": n},
+        {"op": "mul", "in": n + cols, "out": n},
+    ]
     p = predict(T.get_target("h100"), row_spec("rmsnorm", rows, cols, eager), ROW, row_work(rows, cols))
     assert p.speedup > 2.5
-    looped = predict(T.get_target("h100"), row_spec("rmsnorm", rows, cols, eager), {**ROW, "BLOCK_N": 1024},
-                     row_work(rows, cols))
+    looped = predict(
+        T.get_target("h100"), row_spec("rmsnorm", rows, cols, eager), {**ROW, "BLOCK_N": 1024}, row_work(rows, cols)
+    )
     assert looped.kernel_ms > p.kernel_ms  # a second pass over the row costs, even from L2
 
 
@@ -117,8 +140,11 @@ class GemmPolicy:
     spec = gemm_spec(2048, 2048, 2048)
 
     def __init__(self):
-        self.variants = [GEMM, {**GEMM, "BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "precision": "tf32x3"},
-                         {**GEMM, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_stages": 5}]
+        self.variants = [
+            GEMM,
+            {**GEMM, "BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "precision": "tf32x3"},
+            {**GEMM, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_stages": 5},
+        ]
 
     def plan(self, ctx):
         return {"summary": "fixed list"}
@@ -127,22 +153,40 @@ class GemmPolicy:
         out = []
         while self.variants and len(out) < beam:
             params = self.variants.pop(0)
-            out.append({"strategy": f"matmul:{params['precision']}/{params['BLOCK_M']}x{params['BLOCK_N']}x{params['BLOCK_K']}",
-                        "params": params, "parent": None, "source": f"# {params}\nclass ModelNew: pass\n"})
+            out.append(
+                {
+                    "strategy": f"matmul:{params['precision']}/{params['BLOCK_M']}x{params['BLOCK_N']}x{params['BLOCK_K']}",
+                    "params": params,
+                    "parent": None,
+                    "source": f"# {params}\nclass ModelNew: pass\n",
+                }
+            )
         return out
 
 
 def interpreter_verdict(problem_path, path, target_name, options):
     """What the harness says for a correct Triton kernel whose GPU is absent: correct, not timed."""
-    return EvalResult("ok", True, details={"timing": {"unavailable": "no H100 here"}, "bound": "compute",
-                                           "work": gemm_work(2048, 2048, 2048), "roofline_bound_ms": 0.035})
+    return EvalResult(
+        "ok",
+        True,
+        details={
+            "timing": {"unavailable": "no H100 here"},
+            "bound": "compute",
+            "work": gemm_work(2048, 2048, 2048),
+            "roofline_bound_ms": 0.035,
+        },
+    )
 
 
 def test_an_absent_gpu_run_ranks_by_predictions_and_says_they_are_predicted(tmp_path, monkeypatch):
     monkeypatch.setattr(T, "is_present", lambda target: False)
     opts = OptimizeOptions(problem="matmul", target="h100", backend="triton", beam=3, max_iters=2)
-    result = optimize.run(opts, policy=GemmPolicy(), evaluate=interpreter_verdict,
-                          checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)))
+    result = optimize.run(
+        opts,
+        policy=GemmPolicy(),
+        evaluate=interpreter_verdict,
+        checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
+    )
     best = result["best"]
     assert best["predicted"] is True
     assert best["strategy"].startswith("matmul:tf32x3")  # the cost model's pick, not the first candidate
@@ -158,7 +202,15 @@ def test_an_absent_gpu_run_ranks_by_predictions_and_says_they_are_predicted(tmp_
 def test_bottleneck_names_the_limit():
     memory = bottleneck({"bound": "memory", "roofline_fraction": 0.3})
     assert memory.startswith("Memory-bound at 30%") and "far from the bandwidth limit" in memory
-    counted = bottleneck({"bound": "compute", "roofline_fraction": 0.8, "counters": {
-        "available": True, "values": {"achieved_occupancy_pct": 25.0, "dram_throughput_pct": 10.0},
-        "top_stalls": [{"reason": "long_scoreboard", "cycles_per_issue": 3.1}]}})
+    counted = bottleneck(
+        {
+            "bound": "compute",
+            "roofline_fraction": 0.8,
+            "counters": {
+                "available": True,
+                "values": {"achieved_occupancy_pct": 25.0, "dram_throughput_pct": 10.0},
+                "top_stalls": [{"reason": "long_scoreboard", "cycles_per_issue": 3.1}],
+            },
+        }
+    )
     assert "near peak" in counted and "Occupancy 25%" in counted and "long_scoreboard" in counted

@@ -5,12 +5,12 @@ import shutil
 import sqlite3
 
 import pytest
+from conftest import ROOT
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from agentkern import optimize
-from agentkern.agents.deps import OptimizeOptions
 from agentkern.harness import counters, hardware_counters
-from conftest import ROOT
+from agentkern.loop import run as optimize
+from agentkern.loop.deps import OptimizeOptions
 
 PERF_VM = """# started on Sun Nov 22 07:43:47 2026
 
@@ -27,7 +27,7 @@ PERF_METAL = """1000000,,cycles,1000,100.00,,
 1000,,LLC-load-misses,1000,100.00,,
 """
 
-NCU = '''==PROF== Connected to process 4242
+NCU = """==PROF== Connected to process 4242
 ==PROF== Profiling "softmax_kernel": 0%....50%....100% - 9 passes
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
 "0","4242","python","host","softmax_kernel","1","7","(128, 1, 1)","(1024, 1, 1)","0","9.0","Command line profiler metrics","dram__throughput.avg.pct_of_peak_sustained_elapsed","%","81.50"
@@ -36,7 +36,7 @@ NCU = '''==PROF== Connected to process 4242
 "0","4242","python","host","softmax_kernel","1","7","(128, 1, 1)","(1024, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","ratio","0.90"
 "0","4242","python","host","softmax_kernel","1","7","(128, 1, 1)","(1024, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio","ratio","0"
 "1","4242","python","host","softmax_kernel","1","7","(128, 1, 1)","(1024, 1, 1)","0","9.0","Command line profiler metrics","dram__throughput.avg.pct_of_peak_sustained_elapsed","%","83.50"
-'''
+"""
 
 
 def test_perf_csv_keeps_counted_events_and_lists_the_rest():
@@ -60,8 +60,9 @@ def test_ncu_csv_gives_means_over_launches_and_the_top_stalls():
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
 def test_perf_counts_a_real_kernel_here_or_says_why_not():
-    result = hardware_counters(ROOT / "kernels_dataset/problems/softmax.py",
-                               ROOT / "kernels_dataset/solutions/softmax_cpp.py", "cpu")
+    result = hardware_counters(
+        ROOT / "kernels_dataset/problems/softmax.py", ROOT / "kernels_dataset/solutions/softmax_cpp.py", "cpu"
+    )
     if counters.perf_unavailable_reason():
         assert result == {"available": False, "why": counters.perf_unavailable_reason()}
         return
@@ -71,8 +72,9 @@ def test_perf_counts_a_real_kernel_here_or_says_why_not():
 
 
 def test_hardware_counters_say_when_the_target_is_not_here():
-    result = hardware_counters(ROOT / "kernels_dataset/problems/softmax.py",
-                               ROOT / "kernels_dataset/solutions/softmax_triton.py", "h100")
+    result = hardware_counters(
+        ROOT / "kernels_dataset/problems/softmax.py", ROOT / "kernels_dataset/solutions/softmax_triton.py", "h100"
+    )
     assert result["available"] is False and "not on this machine" in result["why"]
 
 
@@ -94,8 +96,12 @@ def test_the_profiler_collects_counters_once_per_improvement(tmp_path, monkeypat
         return deps
 
     monkeypatch.setattr(optimize, "prepare", prepare)
-    result = optimize.run(opts, policy=ListPolicy(), evaluate=FakeEvaluate([1.0, 2.0, 1.5, 2.5]),
-                          checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)))
+    result = optimize.run(
+        opts,
+        policy=ListPolicy(),
+        evaluate=FakeEvaluate([1.0, 2.0, 1.5, 2.5]),
+        checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
+    )
     assert [p.rsplit("/", 1)[-1] for p in asked] == ["001-0.py", "002-0.py", "004-0.py"]  # not the 1.5x one
     steps = optimize.open_store().steps(result["run_id"])
     critic = [s["payload"] for s in steps if s["agent"] == "critic"]

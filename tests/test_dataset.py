@@ -43,8 +43,13 @@ def test_the_dataset_has_at_least_30_uniquely_named_problems():
 
 
 def test_the_original_problems_keep_their_sizes():
-    expected = {"softmax": [(1024, 1024)], "matmul": [(1024, 1024), (1024, 1024)], "layernorm": [(1024, 1024)],
-                "relu": [(1024, 1024)], "sum_rows": [(1024, 1024)]}
+    expected = {
+        "softmax": [(1024, 1024)],
+        "matmul": [(1024, 1024), (1024, 1024)],
+        "layernorm": [(1024, 1024)],
+        "relu": [(1024, 1024)],
+        "sum_rows": [(1024, 1024)],
+    }
     for name, shapes in expected.items():
         module = fresh_module(problem_dir() / f"{name}.py")
         assert [tuple(t.shape) for t in module.get_inputs()] == shapes

@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, fast_options, read_expectation
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agentkern.executors import EvalTask, make_executor
 from agentkern.executors.local import LocalExecutor
-from conftest import ROOT, fast_options, read_expectation
 
 DEADLINE_S = 180  # a guard against hanging, not a measurement
 
@@ -27,19 +27,24 @@ DEADLINE_S = 180  # a guard against hanging, not a measurement
 CORPUS = [
     ("relu", ROOT / "kernels_dataset/solutions/relu_cpp.py", "ok"),
     ("softmax", ROOT / "kernels_dataset/solutions/softmax_cpp.py", "ok"),
-    *((read_expectation(p)[0], p, read_expectation(p)[1]) for p in (
-        ROOT / "tests/broken/compile_error_cpp.py",
-        ROOT / "tests/broken/crashed_abort.py",
-        ROOT / "tests/broken/incorrect_softmax_unnormalised_row.py",
-        ROOT / "tests/broken/runtime_error_raise.py",
-        ROOT / "tests/cheats/caches_results_data_ptr.py",
-    )),
+    *(
+        (read_expectation(p)[0], p, read_expectation(p)[1])
+        for p in (
+            ROOT / "tests/broken/compile_error_cpp.py",
+            ROOT / "tests/broken/crashed_abort.py",
+            ROOT / "tests/broken/incorrect_softmax_unnormalised_row.py",
+            ROOT / "tests/broken/runtime_error_raise.py",
+            ROOT / "tests/cheats/caches_results_data_ptr.py",
+        )
+    ),
 ]
 
 
 def _tasks():
-    return [EvalTask(problem, str(path), "cpu", fast_options(run_timeout_s=30, memory_limit_gb=3))
-            for problem, path, _ in CORPUS]
+    return [
+        EvalTask(problem, str(path), "cpu", fast_options(run_timeout_s=30, memory_limit_gb=3))
+        for problem, path, _ in CORPUS
+    ]
 
 
 def _wait_for(predicate, what: str):
@@ -55,11 +60,13 @@ def _holding_candidate(tmp_path: Path) -> tuple[Path, Path, Path]:
     pid file and then waits while the hold file exists: the test kills it there, mid-task."""
     hold, pids = tmp_path / "hold", tmp_path / "pids"
     hold.touch()
-    prologue = (f"import os as _os, time as _time\n"
-                f"with open({str(pids)!r}, 'a') as _f:\n"
-                f"    _f.write(f'{{_os.getpid()}} {{_os.getppid()}}\\n')\n"
-                f"while _os.path.exists({str(hold)!r}):\n"
-                f"    _time.sleep(0.05)\n")
+    prologue = (
+        f"import os as _os, time as _time\n"
+        f"with open({str(pids)!r}, 'a') as _f:\n"
+        f"    _f.write(f'{{_os.getpid()}} {{_os.getppid()}}\\n')\n"
+        f"while _os.path.exists({str(hold)!r}):\n"
+        f"    _time.sleep(0.05)\n"
+    )
     solution = tmp_path / "holding_relu.py"
     solution.write_text(prologue + (ROOT / "kernels_dataset/solutions/relu_cpp.py").read_text())
     return solution, hold, pids
@@ -127,12 +134,18 @@ def test_an_evaluation_times_its_candidate_only_when_the_device_is_free(tmp_path
     started = time.time()
     with LocalExecutor(1) as executor:
         with building("cpu"):
-            future = executor.submit(EvalTask("relu", str(ROOT / "kernels_dataset/solutions/relu_cpp.py"), "cpu",
-                                              fast_options(run_timeout_s=5)))
+            future = executor.submit(
+                EvalTask(
+                    "relu", str(ROOT / "kernels_dataset/solutions/relu_cpp.py"), "cpu", fast_options(run_timeout_s=5)
+                )
+            )
 
             def queued():
-                return any(p.read_text() == "queued timing" for p in (home() / "evals").glob("*/phase")
-                           if p.stat().st_mtime >= started - 1)
+                return any(
+                    p.read_text() == "queued timing"
+                    for p in (home() / "evals").glob("*/phase")
+                    if p.stat().st_mtime >= started - 1
+                )
 
             _wait_for(queued, "the evaluation to queue for the device")
             assert not future.done()
@@ -183,8 +196,12 @@ def test_with_two_problems_in_flight_the_compile_baselines_come_first():
             return original(task)
 
         local.submit = submit
-        rows = run_suite(suite, BenchOptions(target="cpu", max_iters=1, beam=1, compile_baseline=True),
-                         executor=local, on_baseline=lambda i, n, name: events.append(f"baseline {i}/{n}"))
+        rows = run_suite(
+            suite,
+            BenchOptions(target="cpu", max_iters=1, beam=1, compile_baseline=True),
+            executor=local,
+            on_baseline=lambda i, n, name: events.append(f"baseline {i}/{n}"),
+        )
     assert events[:2] == ["baseline 1/2", "baseline 2/2"] and events.count("candidate") == 2, events
     for row in rows:
         assert row["status"] == "ok" and row["compile_ms"] > 0 and row["speedup_compile"] > 0, row
@@ -201,14 +218,15 @@ def test_a_segfault_is_a_verdict_not_a_lost_worker():
 def test_an_optimize_run_completes_when_a_worker_is_killed_mid_task(tmp_path):
     """The beam's two candidates run side by side; one's worker is killed on both attempts. The run goes
     on, the other candidate wins, and the trace holds each candidate and each compiler step once."""
-    from agentkern import optimize
-    from agentkern.agents.deps import OptimizeOptions
+    from agentkern.loop import run as optimize
+    from agentkern.loop.deps import OptimizeOptions
     from agentkern.models.scripted import ScriptedModel
 
     solution, hold, pids = _holding_candidate(tmp_path)
     good = (ROOT / "kernels_dataset/solutions/relu_cpp.py").read_text()
-    model = ScriptedModel(["STRATEGY: relu/two\nTwo kernels.", f"```python\n{good}\n```",
-                           f"```python\n{solution.read_text()}\n```"])
+    model = ScriptedModel(
+        ["STRATEGY: relu/two\nTwo kernels.", f"```python\n{good}\n```", f"```python\n{solution.read_text()}\n```"]
+    )
     store = optimize.open_store()
     run_id = optimize.new_run_id("relu")
     killer = threading.Thread(target=lambda: (_kill_attempt(pids, 1), _kill_attempt(pids, 2)), daemon=True)
@@ -217,9 +235,12 @@ def test_an_optimize_run_completes_when_a_worker_is_killed_mid_task(tmp_path):
     optimize.new_run_id = lambda problem: run_id
     try:
         with LocalExecutor(2) as executor:
-            result = optimize.run(OptimizeOptions(problem="relu", target="cpu", beam=2, max_iters=1),
-                                  policy=optimize.llm_policy(model, store, run_id), executor=executor,
-                                  checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)))
+            result = optimize.run(
+                OptimizeOptions(problem="relu", target="cpu", beam=2, max_iters=1),
+                policy=optimize.llm_policy(model, store, run_id),
+                executor=executor,
+                checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
+            )
     finally:
         optimize.new_run_id = original
         hold.unlink(missing_ok=True)
@@ -251,10 +272,28 @@ def test_cli_reports_bad_executor_input_without_a_traceback():
     import subprocess
     import sys
 
-    for args, message in ((["--executor", "ray", "--ray-address", "127.0.0.1:1"], "cannot reach the Ray cluster"),
-                          (["--workers", "0"], "--workers")):
-        proc = subprocess.run([sys.executable, "-m", "agentkern", "bench", "run", "kernels_dataset", "--only", "relu",
-                               "--target", "cpu", *args], capture_output=True, text=True, timeout=120)
+    for args, message in (
+        (["--executor", "ray", "--ray-address", "127.0.0.1:1"], "cannot reach the Ray cluster"),
+        (["--workers", "0"], "--workers"),
+    ):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentkern",
+                "bench",
+                "run",
+                "kernels_dataset",
+                "--only",
+                "relu",
+                "--target",
+                "cpu",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 2, proc.stderr
         assert message in proc.stderr and "Traceback" not in proc.stderr
 
@@ -312,8 +351,9 @@ def test_a_bench_suite_on_ray_matches_the_local_executor(ray_executor):
     with make_executor("local", workers=2) as local:
         local_rows = run_suite(suite, opts, executor=local)
     ray_rows = run_suite(suite, opts, executor=ray_executor)
-    assert outcome(ray_rows) == outcome(local_rows), [(r["name"], r.get("reason"), r.get("traceback"))
-                                                       for r in local_rows + ray_rows if r["status"] != "ok"]
+    assert outcome(ray_rows) == outcome(local_rows), [
+        (r["name"], r.get("reason"), r.get("traceback")) for r in local_rows + ray_rows if r["status"] != "ok"
+    ]
     assert [r["name"] for r in ray_rows] == ["relu", "sum_rows"] and all(r["candidates"] == 2 for r in ray_rows)
 
 

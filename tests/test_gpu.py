@@ -1,7 +1,6 @@
 """GPU paths: real Triton and CUDA timing, the L2 flush, the side-stream check. Skipped without CUDA."""
 
 import pytest
-
 from conftest import ROOT, fast_options, read_expectation
 
 torch = pytest.importorskip("torch")

@@ -5,8 +5,8 @@ import sqlite3
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from agentkern import optimize
-from agentkern.agents.deps import OptimizeOptions
+from agentkern.loop import run as optimize
+from agentkern.loop.deps import OptimizeOptions
 from agentkern.types import EvalResult
 
 
@@ -23,8 +23,15 @@ class ListPolicy:
         drafts = []
         for _ in range(beam):
             self.n += 1
-            drafts.append({"strategy": f"fam{self.n % 2}/v{self.n}", "params": {"n": self.n}, "parent": None,
-                           "source": f"# candidate {self.n}\nclass ModelNew: pass\n", "error": None})
+            drafts.append(
+                {
+                    "strategy": f"fam{self.n % 2}/v{self.n}",
+                    "params": {"n": self.n},
+                    "parent": None,
+                    "source": f"# candidate {self.n}\nclass ModelNew: pass\n",
+                    "error": None,
+                }
+            )
         return drafts
 
 
@@ -44,15 +51,26 @@ class FakeEvaluate:
         s = self.speedups[(len(self.calls) - 1) % len(self.speedups)]
         if s is None:
             return EvalResult("incorrect", False, error="output differs", details={})
-        return EvalResult("ok", True, speedup=s, reference_ms=1.0, kernel_ms=1.0 / s, roofline_fraction=0.1 * s,
-                          details={"bound": "memory", "timing": {}})
+        return EvalResult(
+            "ok",
+            True,
+            speedup=s,
+            reference_ms=1.0,
+            kernel_ms=1.0 / s,
+            roofline_fraction=0.1 * s,
+            details={"bound": "memory", "timing": {}},
+        )
 
 
 def run_fake(tmp_path, speedups, checkpointer=None, **opts):
     options = OptimizeOptions(problem="relu", target="cpu", beam=1, **opts)
     fake = FakeEvaluate(speedups)
-    result = optimize.run(options, policy=ListPolicy(), evaluate=fake,
-                          checkpointer=checkpointer or SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)))
+    result = optimize.run(
+        options,
+        policy=ListPolicy(),
+        evaluate=fake,
+        checkpointer=checkpointer or SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
+    )
     return result, fake
 
 
@@ -92,14 +110,23 @@ def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path):
     killed = FakeEvaluate([1.0, 1.2, 1.1, 1.6, 1.3, 1.4], interrupt_at=3)
     store = optimize.open_store()
     with pytest.raises(KeyboardInterrupt):
-        optimize.run(options, policy=policy, evaluate=killed,
-                     checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)))
+        optimize.run(
+            options,
+            policy=policy,
+            evaluate=killed,
+            checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)),
+        )
     run_id = store.db.execute("SELECT run_id FROM runs ORDER BY created DESC LIMIT 1").fetchone()[0]
     assert [c["candidate_id"] for c in store.candidates(run_id)] == ["001-0", "001-1"]
     # The kill came inside iteration 2's compiler, after one of its two evaluations.
     resumed = FakeEvaluate([1.6, 1.3, 1.4])
-    result = optimize.run(OptimizeOptions(problem="relu"), resume=run_id, policy=policy, evaluate=resumed,
-                          checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)))
+    result = optimize.run(
+        OptimizeOptions(problem="relu"),
+        resume=run_id,
+        policy=policy,
+        evaluate=resumed,
+        checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)),
+    )
     ids = [c["candidate_id"] for c in store.candidates(run_id)]
     assert ids == ["001-0", "001-1", "002-0", "002-1", "003-0", "003-1"]
     # 002-0 was evaluated before the kill and is not evaluated again.

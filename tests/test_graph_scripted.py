@@ -3,12 +3,12 @@ the run ends with the right best candidate and a complete trace."""
 
 import sqlite3
 
+from conftest import fast_options
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from agentkern import optimize
-from agentkern.agents.deps import OptimizeOptions
+from agentkern.loop import run as optimize
+from agentkern.loop.deps import OptimizeOptions
 from agentkern.models.scripted import ScriptedModel
-from conftest import fast_options
 
 RELU_CPP = '''
 import ctypes
@@ -43,15 +43,25 @@ WRONG = block(RELU_CPP % {"negative": "0.5f * x[i]"})
 COMPILE_ERROR = block(RELU_CPP % {"negative": "0.f; undeclared_name += 1"})
 SYNTAX_ERROR = block("import torch\nclass ModelNew(torch.nn.Module:\n    pass\n")
 NO_CODE = "I would vectorise the loop with AVX2 and use non-temporal stores."
-HANG = block("import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        while True:\n            pass\n")
+HANG = block(
+    "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        while True:\n            pass\n"
+)
 
 
 def test_scripted_run_records_every_verdict_and_keeps_the_right_best(tmp_path):
-    model = ScriptedModel([
-        "STRATEGY: relu-omp/basic\nA flat OpenMP loop.", GOOD, NO_CODE,
-        "STRATEGY: relu-omp/retry\nFix the build.", SYNTAX_ERROR, COMPILE_ERROR,
-        "STRATEGY: relu-omp/variants\nTry again.", WRONG, HANG,
-    ])
+    model = ScriptedModel(
+        [
+            "STRATEGY: relu-omp/basic\nA flat OpenMP loop.",
+            GOOD,
+            NO_CODE,
+            "STRATEGY: relu-omp/retry\nFix the build.",
+            SYNTAX_ERROR,
+            COMPILE_ERROR,
+            "STRATEGY: relu-omp/variants\nTry again.",
+            WRONG,
+            HANG,
+        ]
+    )
     store = optimize.open_store()
     run_id = optimize.new_run_id("relu")
     policy = optimize.llm_policy(model, store, run_id)
@@ -67,14 +77,24 @@ def test_scripted_run_records_every_verdict_and_keeps_the_right_best(tmp_path):
     original = optimize.new_run_id
     optimize.new_run_id = lambda problem: run_id
     try:
-        result = optimize.run(options, policy=policy, evaluate=evaluate,
-                              checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)))
+        result = optimize.run(
+            options,
+            policy=policy,
+            evaluate=evaluate,
+            checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
+        )
     finally:
         optimize.new_run_id = original
 
     statuses = {c["candidate_id"]: c["status"] for c in store.candidates(run_id)}
-    assert statuses == {"001-0": "ok", "001-1": "no_code", "002-0": "no_code", "002-1": "compile_error",
-                        "003-0": "incorrect", "003-1": "timeout"}
+    assert statuses == {
+        "001-0": "ok",
+        "001-1": "no_code",
+        "002-0": "no_code",
+        "002-1": "compile_error",
+        "003-0": "incorrect",
+        "003-1": "timeout",
+    }
     best = result["best"]
     assert best["candidate"] == "001-0" and best["speedup"] > 0 and best["strategy"] == "relu-omp/basic/0"
     assert "? x[i] : 0.f;" in (tmp_path / "out" / "best_relu.py").read_text()  # the good kernel, written out
@@ -113,8 +133,12 @@ def test_a_run_stopped_by_ctrl_c_is_recorded_as_interrupted(tmp_path):
     optimize.new_run_id = lambda problem: run_ids.append(original(problem)) or run_ids[-1]
     try:
         with pytest.raises(KeyboardInterrupt):
-            optimize.run(options, policy=optimize.llm_policy(model, store, "unused"), evaluate=evaluate,
-                         checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)))
+            optimize.run(
+                options,
+                policy=optimize.llm_policy(model, store, "unused"),
+                evaluate=evaluate,
+                checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
+            )
     finally:
         optimize.new_run_id = original
     run = store.run(run_ids[0])

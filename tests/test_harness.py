@@ -4,24 +4,23 @@ import json
 import os
 import sys
 
-import pytest
+from conftest import fast_options
 
 from agentkern.harness import evaluate
 from agentkern.harness.evaluate import _add_roofline
 from agentkern.targets import get_target
 from agentkern.types import EvalResult
-from conftest import fast_options
 
-HONEST_RELU = '''
+HONEST_RELU = """
 import torch
 import torch.nn as nn
 
 class ModelNew(nn.Module):
     def forward(self, x):
         return x.clamp_min(0.0){noise}
-'''
+"""
 
-RECORDING_RELU = '''
+RECORDING_RELU = """
 import os
 import torch
 import torch.nn as nn
@@ -34,7 +33,7 @@ class ModelNew(nn.Module):
         with open(LOG, "a") as f:
             f.write(f"{x.data_ptr()} {float((x.double().flatten() * torch.arange(x.numel())).sum())!r}\\n")
         return x.clamp_min(0.0)
-'''
+"""
 
 
 def write(tmp_path, name, text):

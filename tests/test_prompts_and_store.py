@@ -2,14 +2,22 @@
 
 import pytest
 
-from agentkern import prompts
+from agentkern.policies import prompts
 from agentkern.targets import get_target
 from agentkern.traces.store import MIGRATIONS, RunStore
 
 CTX = {
-    "iteration": 2, "stage": 2, "problem_source": "class Model(nn.Module): ...", "backend": "cpp",
-    "elites": [{"id": "001-0", "strategy": "softmax:online/vec8", "speedup": 1.42, "roofline_fraction": 0.31, "params": {}}],
-    "feedback": "001-1 (softmax:two-pass/vec4): incorrect: output differs", "best": None, "tried": [], "run_id": "r",
+    "iteration": 2,
+    "stage": 2,
+    "problem_source": "class Model(nn.Module): ...",
+    "backend": "cpp",
+    "elites": [
+        {"id": "001-0", "strategy": "softmax:online/vec8", "speedup": 1.42, "roofline_fraction": 0.31, "params": {}}
+    ],
+    "feedback": "001-1 (softmax:two-pass/vec4): incorrect: output differs",
+    "best": None,
+    "tried": [],
+    "run_id": "r",
 }
 
 

@@ -15,7 +15,10 @@ def _check(src: str):
     [
         ("from agentkern.native import compile_cpp\n", "cpp"),
         ("import triton\nimport triton.language as tl\n", "triton"),
-        ("from torch.utils.cpp_extension import load_inline\nload_inline('m', cpp_sources='', cuda_sources='')\n", "cuda"),
+        (
+            "from torch.utils.cpp_extension import load_inline\nload_inline('m', cpp_sources='', cuda_sources='')\n",
+            "cuda",
+        ),
         ("import torch\n", "torch"),
     ],
 )
@@ -89,6 +92,9 @@ def test_python_is_parsed_one_thread_at_a_time(monkeypatch):
         t.join()
     assert most[0] == 1
     package = Path(helpers.__file__).parent
-    callers = [str(p.relative_to(package)) for p in package.rglob("*.py")
-               if p.name != "helpers.py" and re.search(r"\bast\.parse\(", p.read_text())]
+    callers = [
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if p.name != "helpers.py" and re.search(r"\bast\.parse\(", p.read_text())
+    ]
     assert callers == []

@@ -18,7 +18,11 @@ from agentkern.types import Target
 GPU_NAMES = ["a100", "h100", "h200", "l4", "l40s", "rtx4090"]
 NUMERIC_FIGURES = ["memory_bandwidth_gbs", "memory_gb", "sms", "shared_mem_per_sm_kb", "l2_mb"]
 FAKE_MEASUREMENT = {
-    "dram_gbs": 20.0, "cache_gbs": 200.0, "matmul_tflops": 0.001, "trials": 4, "cache_copy_kib": 64,
+    "dram_gbs": 20.0,
+    "cache_gbs": 200.0,
+    "matmul_tflops": 0.001,
+    "trials": 4,
+    "cache_copy_kib": 64,
 }
 
 
@@ -76,10 +80,18 @@ def test_gpu_has_every_figure_with_a_source(name):
 @pytest.mark.parametrize(
     "name, figure, value",
     [
-        ("a100", "fp16", 312.0), ("a100", "tf32", 156.0), ("a100", "fp64", 19.5),
-        ("h100", "fp16", 989.4), ("h100", "fp8", 1978.9), ("h100", "tf32", 494.7),
-        ("h200", "bf16", 989.4), ("l4", "fp8", 242.5), ("l40s", "fp16", 362.05),
-        ("rtx4090", "fp16", 330.3), ("rtx4090", "bf16", 165.2), ("rtx4090", "fp32", 82.6),
+        ("a100", "fp16", 312.0),
+        ("a100", "tf32", 156.0),
+        ("a100", "fp64", 19.5),
+        ("h100", "fp16", 989.4),
+        ("h100", "fp8", 1978.9),
+        ("h100", "tf32", 494.7),
+        ("h200", "bf16", 989.4),
+        ("l4", "fp8", 242.5),
+        ("l40s", "fp16", 362.05),
+        ("rtx4090", "fp16", 330.3),
+        ("rtx4090", "bf16", 165.2),
+        ("rtx4090", "fp32", 82.6),
     ],
 )
 def test_published_dense_peaks(name, figure, value):
@@ -89,14 +101,22 @@ def test_published_dense_peaks(name, figure, value):
 @pytest.mark.parametrize(
     "name, bandwidth, memory, sms, smem, l2",
     [
-        ("a100", 2039, 80, 108, 164, 40), ("h100", 3350, 80, 132, 228, 50), ("h200", 4800, 141, 132, 228, 50),
-        ("l4", 300, 24, 58, 100, 48), ("l40s", 864, 48, 142, 100, 96), ("rtx4090", 1008, 24, 128, 100, 72),
+        ("a100", 2039, 80, 108, 164, 40),
+        ("h100", 3350, 80, 132, 228, 50),
+        ("h200", 4800, 141, 132, 228, 50),
+        ("l4", 300, 24, 58, 100, 48),
+        ("l40s", 864, 48, 142, 100, 96),
+        ("rtx4090", 1008, 24, 128, 100, 72),
     ],
 )
 def test_published_memory_and_layout(name, bandwidth, memory, sms, smem, l2):
     t = targets.get_target(name)
     assert (t.memory_bandwidth_gbs, t.memory_gb, t.sms, t.shared_mem_per_sm_kb, t.l2_mb) == (
-        bandwidth, memory, sms, smem, l2
+        bandwidth,
+        memory,
+        sms,
+        smem,
+        l2,
     )
 
 
@@ -112,9 +132,19 @@ def test_narrower_types_are_never_slower(name):
 @pytest.mark.parametrize(
     "alias, name",
     [
-        ("H100", "h100"), ("h100-sxm", "h100"), ("H100_SXM5", "h100"), ("a100-80gb", "a100"), ("A100 SXM4", "a100"),
-        ("4090", "rtx4090"), ("RTX 4090", "rtx4090"), ("NVIDIA GeForce RTX 4090", "rtx4090"), ("L40S", "l40s"),
-        ("l4", "l4"), ("h200-sxm", "h200"), ("host", "cpu"), ("CPU", "cpu"),
+        ("H100", "h100"),
+        ("h100-sxm", "h100"),
+        ("H100_SXM5", "h100"),
+        ("a100-80gb", "a100"),
+        ("A100 SXM4", "a100"),
+        ("4090", "rtx4090"),
+        ("RTX 4090", "rtx4090"),
+        ("NVIDIA GeForce RTX 4090", "rtx4090"),
+        ("L40S", "l40s"),
+        ("l4", "l4"),
+        ("h200-sxm", "h200"),
+        ("host", "cpu"),
+        ("CPU", "cpu"),
     ],
 )
 def test_aliases_are_case_insensitive(alias, name, measure_calls):
@@ -172,8 +202,14 @@ def test_failing_nvidia_smi_gives_none(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "smi_name, name",
     [
-        ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"), ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA H200", "h200"),
-        ("NVIDIA GeForce RTX 4090", "rtx4090"), ("NVIDIA L40", None), ("NVIDIA GH200 480GB", None), (None, None),
+        ("NVIDIA L4", "l4"),
+        ("NVIDIA L40S", "l40s"),
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA GeForce RTX 4090", "rtx4090"),
+        ("NVIDIA L40", None),
+        ("NVIDIA GH200 480GB", None),
+        (None, None),
     ],
 )
 def test_nvidia_smi_names_match_whole_tokens(smi_name, name):
@@ -217,8 +253,16 @@ def test_roofline_of_nothing_is_zero():
 
 def test_roofline_cpu_uses_cache_bandwidth_for_cache_resident_data(monkeypatch):
     monkeypatch.setattr(targets, "cpu_cache_bandwidth_gbs", lambda: 100.0)
-    cpu = Target(name="cpu", kind="cpu", display_name="test", peak_tflops={"fp32": 1.0}, memory_bandwidth_gbs=10.0,
-                 cores=4, l2_mb=1.0, l3_mb=8.0)
+    cpu = Target(
+        name="cpu",
+        kind="cpu",
+        display_name="test",
+        peak_tflops={"fp32": 1.0},
+        memory_bandwidth_gbs=10.0,
+        cores=4,
+        l2_mb=1.0,
+        l3_mb=8.0,
+    )
     assert targets.roofline_ms(cpu, 0, 1e6, "float32") == pytest.approx(1e6 / 100e6)  # fits the L3: cache
     assert targets.roofline_ms(cpu, 0, 8 * 2**20, "float32") == pytest.approx(8 * 2**20 / 100e6)
     assert targets.roofline_ms(cpu, 0, 1e9, "float32") == pytest.approx(1e9 / 10e6)  # DRAM
@@ -293,6 +337,11 @@ def test_summary_rows_and_json(measure_calls, tmp_path, monkeypatch):
 
 def test_importing_targets_imports_neither_torch_nor_numpy():
     code = "import sys, agentkern.targets; print(sorted({'torch', 'numpy'} & set(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
     assert out.stdout.strip() == "[]"

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from traces_runs import STATIC_LINE, agentkern, builtin_run, scripted_run
 
 from agentkern.traces.jsonl import FAILURE_REWARD
 from agentkern.traces.store import RunStore
-from traces_runs import STATIC_LINE, agentkern, builtin_run, scripted_run
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +27,24 @@ def export(run, fmt, out):
 
 def pytest_in(folder):
     """The exported tests in a fresh interpreter, from inside the folder, as a user would run them."""
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=folder,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_module_export_passes_its_own_tests_in_a_fresh_process(scripted, tmp_path):
     out = tmp_path / "module"
     written = export(scripted, "module", out)
-    assert sorted(p.name for p in written) == ["README.md", "relu_kernel.py", "relu_reference.py", "test_relu_kernel.py"]
+    assert sorted(p.name for p in written) == [
+        "README.md",
+        "relu_kernel.py",
+        "relu_reference.py",
+        "test_relu_kernel.py",
+    ]
     module = (out / "relu_kernel.py").read_text()
     assert module.startswith(scripted.best_source())  # the best kernel, verbatim
     assert "class ModelNew" in module and "\ndef relu(x):" in module and "\ndef register_custom_op(" in module
@@ -59,7 +69,9 @@ def test_the_kernelbench_export_follows_kernelbenchs_layout(scripted, tmp_path):
     run_dir = out / "runs" / scripted.run_id
     samples = sorted(run_dir.glob("level_1_problem_1_sample_*_kernel.py"))
     assert len(samples) == 4  # the candidates with code: 001-0, 001-1, 002-0, 002-1 (the no_code ones have none)
-    assert (run_dir / "level_1_problem_1_sample_0_kernel.py").read_text() == scripted.best_source()  # sample 0: the best
+    assert (
+        run_dir / "level_1_problem_1_sample_0_kernel.py"
+    ).read_text() == scripted.best_source()  # sample 0: the best
     results = json.loads((run_dir / "eval_results.json").read_text())["1"]
     by_candidate = {r["metadata"]["agentkern_candidate"]: r for r in results}
     assert [r["sample_id"] for r in results] == [0, 1, 2, 3]
@@ -80,8 +92,14 @@ def test_the_jsonl_export_has_a_record_per_answered_model_call_with_a_reward(scr
     records = _records(scripted, tmp_path)
     # 2 planner and 6 coder calls; the last coder call failed (no completion) and is left out.
     assert [(r["agent"], r["candidate_id"]) for r in records] == [
-        ("planner", None), ("coder", "001-0"), ("coder", "001-1"), ("coder", "001-2"),
-        ("planner", None), ("coder", "002-0"), ("coder", "002-1")]
+        ("planner", None),
+        ("coder", "001-0"),
+        ("coder", "001-1"),
+        ("coder", "001-2"),
+        ("planner", None),
+        ("coder", "002-0"),
+        ("coder", "002-1"),
+    ]
     rewards = {r["candidate_id"]: r for r in records if r["candidate_id"]}
     speedups = {c: rewards[c]["speedup"] for c in ("001-0", "002-0")}
     for cand, speedup in speedups.items():
@@ -92,8 +110,10 @@ def test_the_jsonl_export_has_a_record_per_answered_model_call_with_a_reward(scr
     assert [p["reward"] for p in planners] == pytest.approx([speedups["001-0"], speedups["002-0"]])
     coder = rewards["002-0"]
     assert "You are the coder" in coder["prompt"] and STATIC_LINE in coder["completion"]
-    assert coder["messages"] == [{"role": "user", "content": coder["prompt"]},
-                                 {"role": "assistant", "content": coder["completion"]}]
+    assert coder["messages"] == [
+        {"role": "user", "content": coder["prompt"]},
+        {"role": "assistant", "content": coder["completion"]},
+    ]
     assert coder["origin"] == "model_call" and coder["prompt_tokens"] == 1000
 
 
@@ -113,6 +133,8 @@ def test_exporting_a_run_without_a_correct_kernel_is_one_line_and_exit_code_2(tm
     store.start_run("failed-run", "relu.py", "cpu", "cpp", "scripted", {})
     store.candidate("failed-run", {"id": "001-0", "iteration": 1, "strategy": "s/0", "status": "incorrect"})
     store.close()
-    proc = agentkern("traces", "export", "failed-run", "--format", "module", "--out", str(tmp_path / "x"), "--db", str(db))
+    proc = agentkern(
+        "traces", "export", "failed-run", "--format", "module", "--out", str(tmp_path / "x"), "--db", str(db)
+    )
     assert proc.returncode == 2 and proc.stderr.startswith("error:") and "no correct candidate" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -7,14 +7,15 @@ import shutil
 import subprocess
 
 import pytest
-
-from agentkern.traces import charts
 from png_pixels import read_rgb
 from traces_runs import agentkern, builtin_run, scripted_run
 
+from agentkern.traces import charts
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
-                                    "(apt-get install -y chromium; .ci/run installs it)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="headless Chromium is not installed (apt-get install -y chromium; .ci/run installs it)"
+)
 WINDOW = (1200, 2000)
 
 
@@ -34,10 +35,25 @@ def report(scripted, tmp_path_factory):
 def chromium(profile, *args) -> subprocess.CompletedProcess:
     """Headless Chromium as CI runs it; every name resolves to nothing, so a report that needed the network
     would render without its parts."""
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            f"--user-data-dir={profile}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def svg(document: str, chart_id: str) -> str:
@@ -93,8 +109,13 @@ def test_the_report_renders_in_headless_chromium(report, tmp_path):
     assert "y[i] = x[i] > 0.f ? x[i] : 0.f;" in section_text(document, "best-kernel")
 
     shot = tmp_path / "report.png"
-    proc = chromium(tmp_path / "profile-shot", f"--screenshot={shot}", f"--window-size={WINDOW[0]},{WINDOW[1]}",
-                    "--hide-scrollbars", report.as_uri())
+    proc = chromium(
+        tmp_path / "profile-shot",
+        f"--screenshot={shot}",
+        f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        "--hide-scrollbars",
+        report.as_uri(),
+    )
     assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
     pixels = read_rgb(shot)
     assert pixels.shape == (WINDOW[1], WINDOW[0], 3)
@@ -103,7 +124,7 @@ def test_the_report_renders_in_headless_chromium(report, tmp_path):
     assert len(colours) > 200  # text, charts and highlighted code, not a blank or an error page
 
     def drawn(hex_colour):
-        rgb = tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+        rgb = tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
         return int((pixels == rgb).all(axis=2).sum())
 
     assert drawn("#1565c0") > 100  # the best-speedup line and its points

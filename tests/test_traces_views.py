@@ -11,9 +11,9 @@ import sys
 import textwrap
 
 import pytest
+from traces_runs import STATIC_LINE, agentkern, builtin_run, scripted_run
 
 from agentkern.traces.store import MIGRATIONS, RunStore
-from traces_runs import STATIC_LINE, agentkern, builtin_run, scripted_run
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +27,7 @@ def builtin(tmp_path_factory):
 
 
 # ---- the store ------------------------------------------------------------------------------------------
+
 
 def test_the_store_is_in_wal_mode_with_a_busy_timeout_and_fully_migrated(tmp_path):
     store = RunStore(tmp_path / "runs.db")
@@ -100,8 +101,10 @@ def test_a_killed_writer_keeps_every_row_and_writers_do_not_lock_each_other_out(
     RunStore(db).close()
     killed = subprocess.run([sys.executable, "-c", WRITER, str(db), "killed", "50", "kill"], capture_output=True)
     assert killed.returncode == -9
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), f"w{k}", "150", "exit"], stderr=subprocess.PIPE)
-               for k in range(3)]
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(db), f"w{k}", "150", "exit"], stderr=subprocess.PIPE)
+        for k in range(3)
+    ]
     errors = [w.communicate(timeout=120)[1].decode() for w in writers]
     assert all(w.returncode == 0 for w in writers), errors
     store = RunStore(db)
@@ -113,8 +116,13 @@ def test_candidates_carry_their_code_compiler_output_correctness_and_timing(scri
     store = RunStore(scripted.db)
     cands = {c["candidate_id"]: c for c in store.candidates(scripted.run_id)}
     assert {k: c["status"] for k, c in cands.items()} == {
-        "001-0": "ok", "001-1": "compile_error", "001-2": "no_code", "002-0": "ok", "002-1": "incorrect",
-        "002-2": "no_code"}
+        "001-0": "ok",
+        "001-1": "compile_error",
+        "001-2": "no_code",
+        "002-0": "ok",
+        "002-1": "incorrect",
+        "002-2": "no_code",
+    }
     assert STATIC_LINE in cands["002-0"]["source"]
     assert "undeclared_name" in cands["001-1"]["compile_log"]
     wrong = json.loads(cands["002-1"]["correctness"])
@@ -126,6 +134,7 @@ def test_candidates_carry_their_code_compiler_output_correctness_and_timing(scri
 
 
 # ---- list / show / diff ---------------------------------------------------------------------------------
+
 
 def test_list_shows_the_runs_as_json_and_as_a_table(scripted, builtin):
     listed = agentkern("traces", "list", "--json")
@@ -175,9 +184,14 @@ def test_show_on_a_terminal_goes_through_the_pager_unless_told_not_to(scripted, 
     paged = tmp_path / "paged.txt"
     for flags, expect_paged in (([], True), (["--no-pager"], False)):
         leader, follower = pty.openpty()
-        proc = subprocess.Popen([sys.executable, "-m", "agentkern", "traces", "show", scripted.run_id, *flags],
-                                stdin=follower, stdout=follower, stderr=follower, close_fds=True,
-                                env={**os.environ, "PAGER": f"cat > {paged}", "COLUMNS": "140", "TERM": "xterm"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentkern", "traces", "show", scripted.run_id, *flags],
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            close_fds=True,
+            env={**os.environ, "PAGER": f"cat > {paged}", "COLUMNS": "140", "TERM": "xterm"},
+        )
         os.close(follower)
         seen = b""
         while True:
@@ -212,6 +226,7 @@ def test_diff_puts_two_runs_side_by_side(scripted, builtin):
 
 # ---- bad input ------------------------------------------------------------------------------------------
 
+
 def _one_line_error(proc, *needles):
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     lines = proc.stderr.strip().splitlines()
@@ -223,7 +238,9 @@ def _one_line_error(proc, *needles):
 def test_bad_input_is_one_line_and_exit_code_2(scripted, tmp_path):
     _one_line_error(agentkern("traces", "show", "no-such-run"), "no run 'no-such-run'")
     _one_line_error(agentkern("traces", "show", scripted.run_id, "--step", "999"), "not 999")
-    _one_line_error(agentkern("traces", "export", scripted.run_id, "--format", "zip", "--out", str(tmp_path)), "--format")
+    _one_line_error(
+        agentkern("traces", "export", scripted.run_id, "--format", "zip", "--out", str(tmp_path)), "--format"
+    )
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is not sqlite" * 100)
     for command in (["list"], ["show", "x"], ["report", "x", "--out", str(tmp_path / "r.html")]):

@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from agentkern.builtin import templates as T
-from agentkern.builtin.recognize import analyze
+from agentkern.policies.builtin import templates as T
+from agentkern.policies.builtin.recognize import analyze
 
 OPS = {
     "sigmoid": "torch.sigmoid(x)",
@@ -50,7 +50,8 @@ CHECK = textwrap.dedent("""
 
 def _problem(tmp_path, name: str, expr: str):
     path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         import torch
         import torch.nn as nn
         import torch.nn.functional as F
@@ -64,7 +65,8 @@ def _problem(tmp_path, name: str, expr: str):
 
         def get_init_inputs():
             return []
-        """))
+        """)
+    )
     return path
 
 
@@ -86,6 +88,10 @@ def test_vector_math_matches_torch_on_special_values(tmp_path, name, simd):
     script = tmp_path / "check.py"
     script.write_text(CHECK)
     atol = "1e-5" if name.startswith("gelu") else "1e-6"
-    run = subprocess.run([sys.executable, str(script), str(solution), atol,
-                          "finite" if name.startswith("gelu") else "all"], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, str(script), str(solution), atol, "finite" if name.startswith("gelu") else "all"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]

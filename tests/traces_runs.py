@@ -17,15 +17,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from conftest import ROOT, fast_options
 from langgraph.checkpoint.sqlite import SqliteSaver
+from test_graph_scripted import COMPILE_ERROR, GOOD, NO_CODE, WRONG
 
-from agentkern import optimize
-from agentkern.agents.deps import OptimizeOptions
+from agentkern.loop import run as optimize
+from agentkern.loop.deps import OptimizeOptions
 from agentkern.models.base import ModelError, Reply
 from agentkern.models.scripted import ScriptedModel
 from agentkern.types import EvalResult
-from conftest import ROOT, fast_options
-from test_graph_scripted import COMPILE_ERROR, GOOD, NO_CODE, WRONG
 
 # The second iteration's kernel: the first one with a schedule clause, so its diff against 001-0 is one line.
 GOOD_STATIC = GOOD.replace("#pragma omp parallel for", "#pragma omp parallel for schedule(static)")
@@ -44,34 +44,57 @@ class TracedRun:
         so tests compare with this, never with one of them."""
         from agentkern.traces.store import RunStore
 
-        row = RunStore(self.db).db.execute("SELECT source FROM candidates WHERE run_id=? AND candidate_id=?",
-                                           (self.run_id, self.result["best"]["candidate"])).fetchone()
+        row = (
+            RunStore(self.db)
+            .db.execute(
+                "SELECT source FROM candidates WHERE run_id=? AND candidate_id=?",
+                (self.run_id, self.result["best"]["candidate"]),
+            )
+            .fetchone()
+        )
         return row[0]
 
 
 def priced(text: str, cost: float) -> Reply:
-    return Reply(text=text, model="scripted", prompt_tokens=1000, completion_tokens=len(text) // 4, cost_usd=cost,
-                 latency_s=0.5, finish_reason="stop")
+    return Reply(
+        text=text,
+        model="scripted",
+        prompt_tokens=1000,
+        completion_tokens=len(text) // 4,
+        cost_usd=cost,
+        latency_s=0.5,
+        finish_reason="stop",
+    )
 
 
 def _optimize(run_id: str, options: OptimizeOptions, policy, evaluate, workdir: Path) -> dict:
     original = optimize.new_run_id
     optimize.new_run_id = lambda problem: run_id  # the policy's model-call records and the run share the id
     try:
-        return optimize.run(options, policy=policy, evaluate=evaluate,
-                            checkpointer=SqliteSaver(sqlite3.connect(workdir / "cp.db", check_same_thread=False)))
+        return optimize.run(
+            options,
+            policy=policy,
+            evaluate=evaluate,
+            checkpointer=SqliteSaver(sqlite3.connect(workdir / "cp.db", check_same_thread=False)),
+        )
     finally:
         optimize.new_run_id = original
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _scripted(workdir: Path) -> TracedRun:
-    model = ScriptedModel([
-        priced("STRATEGY: relu-omp/basic\nA flat OpenMP loop.", 0.001), priced(GOOD, 0.002),
-        priced(COMPILE_ERROR, 0.002), priced(NO_CODE, 0.002),
-        priced("STRATEGY: relu-omp/static\nA static schedule.", 0.001), priced(GOOD_STATIC, 0.002),
-        priced(WRONG, 0.002), ModelError("scripted: the provider is down", model="scripted", kind="server"),
-    ])
+    model = ScriptedModel(
+        [
+            priced("STRATEGY: relu-omp/basic\nA flat OpenMP loop.", 0.001),
+            priced(GOOD, 0.002),
+            priced(COMPILE_ERROR, 0.002),
+            priced(NO_CODE, 0.002),
+            priced("STRATEGY: relu-omp/static\nA static schedule.", 0.001),
+            priced(GOOD_STATIC, 0.002),
+            priced(WRONG, 0.002),
+            ModelError("scripted: the provider is down", model="scripted", kind="server"),
+        ]
+    )
     store = optimize.open_store()
     run_id = optimize.new_run_id("relu")
     opts = fast_options()
@@ -81,13 +104,14 @@ def _scripted(workdir: Path) -> TracedRun:
 
         return harness_evaluate(problem_path, path, target_name, opts)
 
-    options = OptimizeOptions(problem="relu", target="cpu", model="scripted", beam=3, max_iters=2, patience=5,
-                              out=str(workdir / "out"))
+    options = OptimizeOptions(
+        problem="relu", target="cpu", model="scripted", beam=3, max_iters=2, patience=5, out=str(workdir / "out")
+    )
     result = _optimize(run_id, options, optimize.llm_policy(model, store, run_id), evaluate, workdir)
     return TracedRun(run_id, store.path, result, workdir)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _builtin(workdir: Path) -> TracedRun:
     calls = []
 
@@ -99,8 +123,14 @@ def _builtin(workdir: Path) -> TracedRun:
         if n == 3:
             return EvalResult("incorrect", False, error="output differs at [0, 3]", details={"trials": 5})
         kernel_ms = 1.0 / (1.0 + 0.1 * n)
-        return EvalResult("ok", True, speedup=1.0 / kernel_ms, reference_ms=1.0, kernel_ms=kernel_ms,
-                          details={"trials": 5, "max_abs_diff": 0.0, "size": "cpu"})
+        return EvalResult(
+            "ok",
+            True,
+            speedup=1.0 / kernel_ms,
+            reference_ms=1.0,
+            kernel_ms=kernel_ms,
+            details={"trials": 5, "max_abs_diff": 0.0, "size": "cpu"},
+        )
 
     options = OptimizeOptions(problem="relu", target="cpu", beam=2, max_iters=3, patience=5, out=str(workdir / "out"))
     run_id = optimize.new_run_id("relu") + "-builtin"
@@ -124,5 +154,12 @@ def _shared_dir(tmp_path_factory, name: str) -> Path:
 
 def agentkern(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
     """`agentkern ARGS` in a fresh process, as a user runs it (stdout is a pipe: no pager, no colour)."""
-    return subprocess.run([sys.executable, "-m", "agentkern", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, env={**os.environ, **(env or {})}, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "agentkern", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        **kwargs,
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -31,15 +31,22 @@ class _SuiteFirst(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-app = typer.Typer(name="bench", cls=_SuiteFirst, no_args_is_help=True, add_completion=False,
-                  pretty_exceptions_enable=False,
-                  help="Suites and metrics: optimise every problem of a suite, report fast_p, pass@k, speedup@k, geomean; "
-                       "compare with an earlier report; sweep GEMM shapes. `agentkern bench SUITE ...` is short for "
-                       "`agentkern bench run SUITE ...`.")
+app = typer.Typer(
+    name="bench",
+    cls=_SuiteFirst,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Suites and metrics: optimise every problem of a suite, report fast_p, pass@k, speedup@k, geomean; "
+    "compare with an earlier report; sweep GEMM shapes. `agentkern bench SUITE ...` is short for "
+    "`agentkern bench run SUITE ...`.",
+)
 
 Target = Annotated[str, typer.Option("--target", "-t", help="cpu, a100, h100, h200, l4, l40s, rtx4090, or auto.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
-OutFile = Annotated[Optional[str], typer.Option("--out", help="Also write the report to FILE (JSON; Markdown if FILE ends in .md).")]
+OutFile = Annotated[
+    str | None, typer.Option("--out", help="Also write the report to FILE (JSON; Markdown if FILE ends in .md).")
+]
 
 
 def _emit(report: dict, markdown: str, json_out: bool, out_file: str | None) -> None:
@@ -59,35 +66,63 @@ def _say(line: str) -> None:
 
 @app.command("run")
 def run_command(
-    suite: Annotated[str, typer.Argument(help="kernels_dataset, a name under kernels_dataset/, a folder of problem files, or a KernelBench checkout.")],
+    suite: Annotated[
+        str,
+        typer.Argument(
+            help="kernels_dataset, a name under kernels_dataset/, a folder of problem files, or a KernelBench checkout."
+        ),
+    ],
     target: Target = "auto",
-    model: Annotated[Optional[str], typer.Option(help="A litellm model string; default: the built-in policy.")] = None,
-    api_base: Annotated[Optional[str], typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    model: Annotated[str | None, typer.Option(help="A litellm model string; default: the built-in policy.")] = None,
+    api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     max_iters: Annotated[int, typer.Option(min=1, help="Iterations per problem.")] = 4,
     beam: Annotated[int, typer.Option(min=1, help="Candidates per iteration.")] = 2,
-    k: Annotated[int, typer.Option(min=1, help="k of pass@k and speedup@k (the first k candidates of each problem).")] = 1,
-    baseline: Annotated[str, typer.Option(help="Speedups in the metrics are over eager PyTorch or torch.compile.")] = "eager",
-    size: Annotated[Optional[str], typer.Option(help="Problem sizes: cpu or gpu (default: the target picks).")] = None,
+    k: Annotated[
+        int, typer.Option(min=1, help="k of pass@k and speedup@k (the first k candidates of each problem).")
+    ] = 1,
+    baseline: Annotated[
+        str, typer.Option(help="Speedups in the metrics are over eager PyTorch or torch.compile.")
+    ] = "eager",
+    size: Annotated[str | None, typer.Option(help="Problem sizes: cpu or gpu (default: the target picks).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the built-in policy's search.")] = 0,
-    time_budget: Annotated[Optional[float], typer.Option(help="Seconds per problem (checked between iterations).")] = None,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Run only the first N problems.")] = None,
-    only: Annotated[list[str], typer.Option(help="Run only this problem (its name, e.g. softmax or level1/19_ReLU); repeatable.")] = [],
-    kernels_dir: Annotated[Optional[str], typer.Option(help="Copy each problem's best kernel to DIR/<problem>/.")] = None,
-    compile_baseline: Annotated[bool, typer.Option("--compile-baseline/--no-compile-baseline",
-                                                   help="Time torch.compile for each solved problem.")] = True,
-    compare: Annotated[Optional[str], typer.Option(help="An earlier --json report: list what broke or got slower; exit 1 if any.")] = None,
-    threshold: Annotated[float, typer.Option(min=0.0, help="Relative speedup drop that counts as slower (with --compare).")] = 0.10,
-    workers: Annotated[Optional[int], typer.Option(min=1, help="Evaluations at once, and problems in flight (default: 1 locally; the cluster's size with --executor ray).")] = None,
-    executor: Annotated[str, typer.Option(help="Where candidates are evaluated: local (sandbox workers here) or ray.")] = "local",
-    ray_address: Annotated[Optional[str], typer.Option(help="An existing Ray cluster (HOST:6379 or ray://HOST:10001); default: a local Ray instance.")] = None,
+    time_budget: Annotated[float | None, typer.Option(help="Seconds per problem (checked between iterations).")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Run only the first N problems.")] = None,
+    only: Annotated[
+        list[str], typer.Option(help="Run only this problem (its name, e.g. softmax or level1/19_ReLU); repeatable.")
+    ] = [],
+    kernels_dir: Annotated[str | None, typer.Option(help="Copy each problem's best kernel to DIR/<problem>/.")] = None,
+    compile_baseline: Annotated[
+        bool,
+        typer.Option("--compile-baseline/--no-compile-baseline", help="Time torch.compile for each solved problem."),
+    ] = True,
+    compare: Annotated[
+        str | None, typer.Option(help="An earlier --json report: list what broke or got slower; exit 1 if any.")
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(min=0.0, help="Relative speedup drop that counts as slower (with --compare).")
+    ] = 0.10,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Evaluations at once, and problems in flight (default: 1 locally; the cluster's size with --executor ray).",
+        ),
+    ] = None,
+    executor: Annotated[
+        str, typer.Option(help="Where candidates are evaluated: local (sandbox workers here) or ray.")
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="An existing Ray cluster (HOST:6379 or ray://HOST:10001); default: a local Ray instance."),
+    ] = None,
     json_out: JsonOut = False,
     out_file: OutFile = None,
 ) -> None:
     """Optimise every problem of SUITE; per-problem rows and suite metrics (fast_p, pass@k, speedup@k, geomean)."""
     from agentkern.bench import compare as C
-    from agentkern.bench.report import build_report, markdown, progress_line
     from agentkern.bench.runner import BenchOptions, run_suite
     from agentkern.bench.suites import resolve_suite
+    from agentkern.bench.summary import build_report, markdown, progress_line
     from agentkern.targets import get_target
 
     if baseline not in ("eager", "compile"):
@@ -97,12 +132,27 @@ def run_command(
     previous = C.load_report(compare) if compare else None  # a bad file fails now, not after an hour
     tgt = get_target(target)
     found = resolve_suite(suite, limit, only)
-    opts = BenchOptions(target=tgt.name, model=model, api_base=api_base, max_iters=max_iters, beam=beam, k=k,
-                        baseline=baseline, size=size, seed=seed, time_budget_s=time_budget,
-                        kernels_dir=kernels_dir, compile_baseline=compile_baseline, executor=executor,
-                        workers=workers, ray_address=ray_address)
-    _say(f"agentkern bench {found.name}: {len(found.problems)} problems from {found.root} on {tgt.name}, "
-         f"model {model or 'builtin'}, --max-iters {max_iters}")
+    opts = BenchOptions(
+        target=tgt.name,
+        model=model,
+        api_base=api_base,
+        max_iters=max_iters,
+        beam=beam,
+        k=k,
+        baseline=baseline,
+        size=size,
+        seed=seed,
+        time_budget_s=time_budget,
+        kernels_dir=kernels_dir,
+        compile_baseline=compile_baseline,
+        executor=executor,
+        workers=workers,
+        ray_address=ray_address,
+    )
+    _say(
+        f"agentkern bench {found.name}: {len(found.problems)} problems from {found.root} on {tgt.name}, "
+        f"model {model or 'builtin'}, --max-iters {max_iters}"
+    )
     if size is None:
         from agentkern.sizes import default_size
         from agentkern.targets import is_present
@@ -114,8 +164,13 @@ def run_command(
 
     with make_executor(executor, workers, ray_address, tgt.kind, tgt.name) as runner:  # bad input fails here
         _say(f"candidates evaluated by the {runner.describe()}")
-        rows = run_suite(found, opts, on_row=lambda i, n, row: _say(progress_line(i, n, row)), executor=runner,
-                         on_baseline=lambda i, n, name: _say(f"[torch.compile baseline {i}/{n}] {name}"))
+        rows = run_suite(
+            found,
+            opts,
+            on_row=lambda i, n, row: _say(progress_line(i, n, row)),
+            executor=runner,
+            on_baseline=lambda i, n, name: _say(f"[torch.compile baseline {i}/{n}] {name}"),
+        )
     report = build_report(found.name, tgt.name, opts, rows)
     result = None
     if previous is not None:
@@ -152,7 +207,12 @@ def compare_command(
 def gemm_sweep_command(
     target: Target = "auto",
     dtype: Annotated[str, typer.Option(help="fp16, bf16 or fp32 (a CPU sweeps fp32).")] = "fp16",
-    shapes: Annotated[int, typer.Option(min=1, help="How many (M, N, K) shapes, from a fixed shuffled grid (GPU: CUDA-L2's 1000; CPU: 125).")] = 20,
+    shapes: Annotated[
+        int,
+        typer.Option(
+            min=1, help="How many (M, N, K) shapes, from a fixed shuffled grid (GPU: CUDA-L2's 1000; CPU: 125)."
+        ),
+    ] = 20,
     json_out: JsonOut = False,
     out_file: OutFile = None,
 ) -> None:

@@ -52,21 +52,54 @@ def compare(previous: dict, current: dict, threshold: float = 0.10) -> dict:
         mark = " (predicted)" if old.get("predicted") or row.get("predicted") else ""
         if was_ok and not is_ok:
             why = f": {row['reason']}" if row.get("reason") else ""
-            changes.append(_change(name, "broke", s_old, None, f"{name}: BROKE, was {_x(s_old)}, now {row['status']}{why}"))
+            changes.append(
+                _change(name, "broke", s_old, None, f"{name}: BROKE, was {_x(s_old)}, now {row['status']}{why}")
+            )
         elif not was_ok and is_ok:
             changes.append(_change(name, "fixed", None, s_new, f"{name}: fixed, now {_x(s_new)}{mark}"))
         elif was_ok and s_old and s_new is not None:
             change = s_new / s_old - 1.0
             if change < -threshold:
-                changes.append(_change(name, "slower", s_old, s_new, f"{name}: SLOWER {_x(s_old)} -> {_x(s_new)} ({change:+.0%}){mark}", change))
+                changes.append(
+                    _change(
+                        name,
+                        "slower",
+                        s_old,
+                        s_new,
+                        f"{name}: SLOWER {_x(s_old)} -> {_x(s_new)} ({change:+.0%}){mark}",
+                        change,
+                    )
+                )
             elif change > threshold:
-                changes.append(_change(name, "improved", s_old, s_new, f"{name}: improved {_x(s_old)} -> {_x(s_new)} ({change:+.0%}){mark}", change))
+                changes.append(
+                    _change(
+                        name,
+                        "improved",
+                        s_old,
+                        s_new,
+                        f"{name}: improved {_x(s_old)} -> {_x(s_new)} ({change:+.0%}){mark}",
+                        change,
+                    )
+                )
     for name, old in before.items():
-        changes.append(_change(name, "missing", _speedup(old, baseline), None, f"{name}: missing from this run (was {old.get('status')})"))
+        changes.append(
+            _change(
+                name,
+                "missing",
+                _speedup(old, baseline),
+                None,
+                f"{name}: missing from this run (was {old.get('status')})",
+            )
+        )
     regressed = any(c["kind"] in REGRESSIONS for c in changes)
-    return {"regressed": regressed, "threshold": threshold, "baseline": baseline, "changes": changes,
-            "geomean_before": (previous.get("metrics") or {}).get("geomean_speedup"),
-            "geomean_after": (current.get("metrics") or {}).get("geomean_speedup")}
+    return {
+        "regressed": regressed,
+        "threshold": threshold,
+        "baseline": baseline,
+        "changes": changes,
+        "geomean_before": (previous.get("metrics") or {}).get("geomean_speedup"),
+        "geomean_after": (current.get("metrics") or {}).get("geomean_speedup"),
+    }
 
 
 def _change(name, kind, before, after, message, change=None) -> dict:

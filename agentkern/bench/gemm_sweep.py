@@ -14,7 +14,7 @@ import itertools
 import math
 import random
 import statistics
-from typing import Callable
+from collections.abc import Callable
 
 from agentkern.errors import UserError
 
@@ -56,8 +56,12 @@ def sweep_shapes(count: int | None, kind: str) -> list[tuple[int, int, int]]:
 def _spec_for(base: dict, m: int, n: int, k: int) -> dict:
     """The recogniser's spec of the first shape, resized: the problems differ in M, N, K only, and analysing
     each one again would cost a sandboxed torch import per shape (a third of a 1000-shape sweep)."""
-    spec = {**base, "attrs": {**base["attrs"], "M": m, "N": n, "K": k}, "input_shapes": [[m, k], [k, n]],
-            "output_shape": [m, n]}
+    spec = {
+        **base,
+        "attrs": {**base["attrs"], "M": m, "N": n, "K": k},
+        "input_shapes": [[m, k], [k, n]],
+        "output_shape": [m, n],
+    }
     if base.get("eager_ops"):
         spec["eager_ops"] = [{**base["eager_ops"][0], "flops": 2 * m * n * k, "in": m * k + k * n, "out": m * n}]
     return spec
@@ -67,7 +71,8 @@ def summarize(rows: list[dict], mode: str) -> dict:
     """mean, geomean and share of shapes faster than torch.matmul; a shape that failed counts as not faster."""
     speedups = [r[mode]["speedup"] for r in rows if r.get(mode, {}).get("speedup")]
     return {
-        "shapes": len(rows), "measured": len(speedups),
+        "shapes": len(rows),
+        "measured": len(speedups),
         "mean": statistics.fmean(speedups) if speedups else None,
         "geomean": math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None,
         "median": statistics.median(speedups) if speedups else None,
@@ -75,13 +80,14 @@ def summarize(rows: list[dict], mode: str) -> dict:
     }
 
 
-def run_sweep(target: str, dtype: str = "fp16", count: int | None = 20,
-              on_shape: Callable[[int, int, dict], None] | None = None) -> dict:
+def run_sweep(
+    target: str, dtype: str = "fp16", count: int | None = 20, on_shape: Callable[[int, int, dict], None] | None = None
+) -> dict:
     from agentkern import targets as T
-    from agentkern.builtin import templates
-    from agentkern.builtin.analysis import analyze_problem
     from agentkern.config import home
     from agentkern.harness import WarmPool, evaluate
+    from agentkern.policies.builtin import templates
+    from agentkern.policies.builtin.analysis import analyze_problem
     from agentkern.types import EvalOptions
 
     if dtype not in DTYPES:
@@ -108,22 +114,34 @@ def run_sweep(target: str, dtype: str = "fp16", count: int | None = 20,
             try:
                 source = templates.render(_spec_for(base_spec, m, n, k), None, backend)
             except templates.TemplateError as exc:
-                raise UserError(f"the built-in {backend} matmul template cannot run this sweep: {exc}; "
-                                "try --dtype fp32") from None
+                raise UserError(
+                    f"the built-in {backend} matmul template cannot run this sweep: {exc}; try --dtype fp32"
+                ) from None
             solution = folder / f"gemm_{m}x{n}x{k}_{backend}.py"
             solution.write_text(source)
             row = {"M": m, "N": n, "K": k, "problem": str(problem), "solution": str(solution)}
             for mode in MODES:
                 result = evaluate(problem, solution, tgt.name, EvalOptions(mode=mode), pool=pool)
-                row[mode] = {"status": result.status, "speedup": result.speedup, "kernel_ms": result.kernel_ms,
-                             "reference_ms": result.reference_ms, "error": result.error}
+                row[mode] = {
+                    "status": result.status,
+                    "speedup": result.speedup,
+                    "kernel_ms": result.kernel_ms,
+                    "reference_ms": result.reference_ms,
+                    "error": result.error,
+                }
             rows.append(row)
             if on_shape:
                 on_shape(i, len(shapes), row)
     finally:
         pool.close()
-    return {"target": tgt.name, "dtype": dtype, "backend": backend, "notes": notes, "shapes": rows,
-            "summary": {mode: summarize(rows, mode) for mode in MODES}}
+    return {
+        "target": tgt.name,
+        "dtype": dtype,
+        "backend": backend,
+        "notes": notes,
+        "shapes": rows,
+        "summary": {mode: summarize(rows, mode) for mode in MODES},
+    }
 
 
 def _x(v) -> str:
@@ -136,17 +154,29 @@ def shape_line(i: int, total: int, row: dict) -> str:
 
 
 def markdown(result: dict) -> str:
-    lines = [f"## GEMM sweep on {result['target']} ({result['dtype']}, built-in {result['backend']} template vs torch.matmul)", ""]
+    lines = [
+        f"## GEMM sweep on {result['target']} ({result['dtype']}, built-in {result['backend']} template vs torch.matmul)",
+        "",
+    ]
     lines += [f"note: {n}" for n in result["notes"]] + ([""] if result["notes"] else [])
-    lines += ["| M | N | K | offline | server | torch.matmul ms (offline) | kernel ms (offline) |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "| M | N | K | offline | server | torch.matmul ms (offline) | kernel ms (offline) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in result["shapes"]:
         off = r["offline"]
         cells = [_x(r[m]["speedup"]) or r[m]["status"] for m in MODES]
         ref = "" if off["reference_ms"] is None else f"{off['reference_ms']:.4g}"
         ker = "" if off["kernel_ms"] is None else f"{off['kernel_ms']:.4g}"
         lines.append(f"| {r['M']} | {r['N']} | {r['K']} | {cells[0]} | {cells[1]} | {ref} | {ker} |")
-    lines += ["", "| mode | shapes | measured | mean | geomean | median | faster than torch.matmul |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| mode | shapes | measured | mean | geomean | median | faster than torch.matmul |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for mode, s in result["summary"].items():
         share = "" if s["faster_share"] is None else f"{s['faster_share']:.0%}"
-        lines.append(f"| {mode} | {s['shapes']} | {s['measured']} | {_x(s['mean'])} | {_x(s['geomean'])} | {_x(s['median'])} | {share} |")
+        lines.append(
+            f"| {mode} | {s['shapes']} | {s['measured']} | {_x(s['mean'])} | {_x(s['geomean'])} | {_x(s['median'])} | {share} |"
+        )
     return "\n".join(lines) + "\n"

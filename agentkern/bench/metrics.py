@@ -91,8 +91,15 @@ def suite_metrics(rows: Sequence[dict], k: int, baseline: str = "eager") -> dict
     counts = [(int(r.get("candidates") or 0), int(r.get("correct_candidates") or 0)) for r in rows]
     per_problem = [_candidate_speedups(r, baseline) for r in rows]
     out = {name: fast_p(best, p) for name, p in FAST_P.items()}
-    out.update(pass_at_k=pass_at_k(counts, k), speedup_at_k=speedup_at_k(per_problem, k), geomean_speedup=geomean(best),
-               k=k, baseline=baseline, problems=len(rows), solved=sum(1 for b in best if b is not None))
+    out.update(
+        pass_at_k=pass_at_k(counts, k),
+        speedup_at_k=speedup_at_k(per_problem, k),
+        geomean_speedup=geomean(best),
+        k=k,
+        baseline=baseline,
+        problems=len(rows),
+        solved=sum(1 for b in best if b is not None),
+    )
     return out
 
 

@@ -11,10 +11,10 @@ import os
 import re
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from agentkern.bench.suites import ProblemRef, Suite
 from agentkern.errors import UserError
@@ -43,10 +43,26 @@ class BenchOptions:
 
 
 def empty_row(ref: ProblemRef) -> dict:
-    return {"name": ref.name, "path": str(ref.path), "status": "error", "reason": None, "speedup_eager": None,
-            "speedup_compile": None, "roofline_fraction": None, "kernel_path": None, "candidates": 0,
-            "correct_candidates": 0, "candidate_speedups": [], "run_id": None, "predicted": False, "size": None,
-            "compile_factor": None, "compile_note": None, "stopped_because": None, "wall_s": None}
+    return {
+        "name": ref.name,
+        "path": str(ref.path),
+        "status": "error",
+        "reason": None,
+        "speedup_eager": None,
+        "speedup_compile": None,
+        "roofline_fraction": None,
+        "kernel_path": None,
+        "candidates": 0,
+        "correct_candidates": 0,
+        "candidate_speedups": [],
+        "run_id": None,
+        "predicted": False,
+        "size": None,
+        "compile_factor": None,
+        "compile_note": None,
+        "stopped_because": None,
+        "wall_s": None,
+    }
 
 
 def classify(message: str) -> str:
@@ -61,23 +77,37 @@ def classify(message: str) -> str:
 def run_problem(ref: ProblemRef, opts: BenchOptions, executor=None, baseline=None) -> dict:
     """One problem's row. `baseline`: its torch.compile baseline, if run_suite measured it already (an
     EvalResult, or the message of the exception it raised); measured here when needed and not given."""
-    from agentkern import optimize
-    from agentkern.agents.deps import OptimizeOptions
+    from agentkern.loop import run as optimize
+    from agentkern.loop.deps import OptimizeOptions
 
     row = empty_row(ref)
     start = time.monotonic()
     out_dir = str(Path(opts.kernels_dir) / re.sub(r"[^\w.-]+", "_", ref.name)) if opts.kernels_dir else None
     try:
-        result = optimize.run(OptimizeOptions(
-            problem=str(ref.path), target=opts.target, model=opts.model, api_base=opts.api_base,
-            max_iters=opts.max_iters, beam=opts.beam, seed=opts.seed, time_budget_s=opts.time_budget_s,
-            size=opts.size, out=out_dir, executor=opts.executor, workers=opts.workers,
-            ray_address=opts.ray_address), executor=executor)
+        result = optimize.run(
+            OptimizeOptions(
+                problem=str(ref.path),
+                target=opts.target,
+                model=opts.model,
+                api_base=opts.api_base,
+                max_iters=opts.max_iters,
+                beam=opts.beam,
+                seed=opts.seed,
+                time_budget_s=opts.time_budget_s,
+                size=opts.size,
+                out=out_dir,
+                executor=opts.executor,
+                workers=opts.workers,
+                ray_address=opts.ray_address,
+            ),
+            executor=executor,
+        )
     except UserError as exc:
         row.update(status=classify(str(exc)), reason=one_line(str(exc)))
     except Exception as exc:  # noqa: BLE001 - a bug or a broken problem must not end the suite
-        row.update(status="error", reason=one_line(f"{type(exc).__name__}: {exc}"),
-                   traceback=traceback.format_exc()[-2000:])
+        row.update(
+            status="error", reason=one_line(f"{type(exc).__name__}: {exc}"), traceback=traceback.format_exc()[-2000:]
+        )
     else:
         _fill(row, result)
         if row["status"] == "ok" and opts.compile_baseline:
@@ -87,7 +117,7 @@ def run_problem(ref: ProblemRef, opts: BenchOptions, executor=None, baseline=Non
 
 
 def _fill(row: dict, result: dict) -> None:
-    from agentkern.optimize import open_store
+    from agentkern.loop.run import open_store
 
     store = open_store()
     try:
@@ -95,27 +125,42 @@ def _fill(row: dict, result: dict) -> None:
     finally:
         store.close()
     best = result.get("best")
-    row.update(run_id=result["run_id"], candidates=len(candidates), size=result.get("size"),
-               correct_candidates=sum(1 for c in candidates if c["correct"]),
-               candidate_speedups=[c["speedup"] if c["correct"] else None for c in candidates],
-               stopped_because=result.get("stopped_because"))
+    row.update(
+        run_id=result["run_id"],
+        candidates=len(candidates),
+        size=result.get("size"),
+        correct_candidates=sum(1 for c in candidates if c["correct"]),
+        candidate_speedups=[c["speedup"] if c["correct"] else None for c in candidates],
+        stopped_because=result.get("stopped_because"),
+    )
     if best:
-        row.update(status="ok", speedup_eager=best["speedup"], roofline_fraction=best.get("roofline_fraction"),
-                   kernel_path=best["path"], predicted=bool(best.get("predicted")))
+        row.update(
+            status="ok",
+            speedup_eager=best["speedup"],
+            roofline_fraction=best.get("roofline_fraction"),
+            kernel_path=best["path"],
+            predicted=bool(best.get("predicted")),
+        )
     else:
         errors = [c["error"] for c in candidates if c.get("error")]
-        if candidates and all(c["status"] == "no_code" and (c.get("error") or "").startswith("template error") for c in candidates):
+        if candidates and all(
+            c["status"] == "no_code" and (c.get("error") or "").startswith("template error") for c in candidates
+        ):
             # The built-in model recognised the problem but its templates cannot render it (e.g. a residual rmsnorm):
             # it never got to attempt a kernel, as with a problem it does not recognise.
             row.update(status="unsupported", reason=one_line(f"the built-in model cannot write it: {errors[-1]}"))
             return
-        row.update(status="failed", reason=one_line(f"no correct candidate among {len(candidates)}"
-                                                    + (f"; last error: {errors[-1]}" if errors else "")))
+        row.update(
+            status="failed",
+            reason=one_line(
+                f"no correct candidate among {len(candidates)}" + (f"; last error: {errors[-1]}" if errors else "")
+            ),
+        )
 
 
 def measure_baseline(ref: ProblemRef, opts: BenchOptions):
     """torch.compile's verdict on the problem (an EvalResult), or the message of what went wrong."""
-    from agentkern.harness.baseline import compile_baseline
+    from agentkern.harness.modes.baseline import compile_baseline
     from agentkern.types import EvalOptions
 
     try:
@@ -170,8 +215,13 @@ def _baselines_first(problems: list[ProblemRef], opts: BenchOptions, in_flight: 
     return found
 
 
-def run_suite(suite: Suite, opts: BenchOptions, on_row: Callable[[int, int, dict], None] | None = None,
-              executor=None, on_baseline: Callable[[int, int, str], None] | None = None) -> list[dict]:
+def run_suite(
+    suite: Suite,
+    opts: BenchOptions,
+    on_row: Callable[[int, int, dict], None] | None = None,
+    executor=None,
+    on_baseline: Callable[[int, int, str], None] | None = None,
+) -> list[dict]:
     """Every problem of the suite; the rows in the suite's order, on_row(done, total, row) as each finishes.
 
     The problems fan out over one executor: as many problems are in flight as it runs evaluations at once,
@@ -193,8 +243,9 @@ def run_suite(suite: Suite, opts: BenchOptions, on_row: Callable[[int, int, dict
     try:
         baselines = _baselines_first(problems, opts, in_flight, on_baseline) if in_flight > 1 else {}
         with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="agentkern-problem") as threads:
-            futures = {threads.submit(run_problem, ref, opts, executor, baselines.get(i)): i
-                       for i, ref in enumerate(problems)}
+            futures = {
+                threads.submit(run_problem, ref, opts, executor, baselines.get(i)): i for i, ref in enumerate(problems)
+            }
             for future in as_completed(futures):
                 rows[futures[future]] = row = future.result()  # run_problem turns every failure into a row
                 done += 1

@@ -55,12 +55,18 @@ def _folder_for(suite: str) -> Path:
     if given.is_dir():
         return given
     data = dataset_dir()
-    for candidate in (data / suite / "problems", data / suite, data / "problems" if suite == "kernels_dataset" else None):
+    for candidate in (
+        data / suite / "problems",
+        data / suite,
+        data / "problems" if suite == "kernels_dataset" else None,
+    ):
         if candidate is not None and candidate.is_dir() and (_files(candidate) or _levels(candidate)):
             return candidate
     known = ["kernels_dataset", *sorted(d.name for d in data.iterdir() if d.is_dir() and (d / "problems").is_dir())]
-    raise UserError(f"unknown suite {suite!r}: not a folder, and not one of {', '.join(dict.fromkeys(known))} "
-                    "(or a KernelBench checkout)")
+    raise UserError(
+        f"unknown suite {suite!r}: not a folder, and not one of {', '.join(dict.fromkeys(known))} "
+        "(or a KernelBench checkout)"
+    )
 
 
 def resolve_suite(suite: str, limit: int | None = None, only: list[str] | None = None) -> Suite:

@@ -8,8 +8,13 @@ from agentkern.executors.base import EvalTask, Executor
 EXECUTORS = ("local", "ray")
 
 
-def make_executor(kind: str = "local", workers: int | None = None, ray_address: str | None = None,
-                  target_kind: str = "cpu", target_name: str | None = None) -> Executor:
+def make_executor(
+    kind: str = "local",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    target_kind: str = "cpu",
+    target_name: str | None = None,
+) -> Executor:
     """The executor the command line asked for. Bad input (an unknown kind, Ray missing or unreachable)
     raises UserError: one line for the user, no traceback."""
     if kind not in EXECUTORS:

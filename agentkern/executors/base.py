@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import abc
 import concurrent.futures
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from agentkern.types import EvalOptions, EvalResult
 
@@ -35,16 +35,24 @@ class EvalTask:
 
 def lost_twice(task: EvalTask, why: str, attempts: int = ATTEMPTS) -> EvalResult:
     """The verdict of a task whose worker was lost on every attempt."""
-    return EvalResult("crashed", False, error=f"evaluation lost {attempts} times ({why}); recorded as failed",
-                      details={"solution": task.solution_path, "problem": task.problem_path, "attempts": attempts,
-                               "worker_lost": True})
+    return EvalResult(
+        "crashed",
+        False,
+        error=f"evaluation lost {attempts} times ({why}); recorded as failed",
+        details={
+            "solution": task.solution_path,
+            "problem": task.problem_path,
+            "attempts": attempts,
+            "worker_lost": True,
+        },
+    )
 
 
 def evaluate_with_retry(task: EvalTask, evaluate: Callable[..., EvalResult], **kwargs) -> EvalResult:
     """Run `evaluate` on the task; run it once more if its sandbox worker was lost (harness/sandbox.py's
     worker_lost: SIGKILL or SIGTERM from outside). A candidate that crashes by itself (a segfault, an abort,
     the memory limit) gets its verdict the first time: that is a result, not a loss."""
-    for attempt in range(1, ATTEMPTS + 1):
+    for attempt in range(1, ATTEMPTS + 1):  # noqa: B007 - read after the loop
         result = evaluate(task.problem_path, task.solution_path, task.target, task.options, **kwargs)
         if not result.details.get("worker_lost"):
             break
@@ -77,7 +85,7 @@ class Executor(abc.ABC):
     def describe(self) -> str:
         return f"{self.name} executor, {self.capacity} at a time"
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - most executors hold nothing to release
         pass
 
     def __enter__(self):
@@ -93,5 +101,9 @@ def task_files(task: EvalTask) -> dict:
     from agentkern.problems import load_problem
 
     problem = load_problem(task.problem_path)
-    return {"problem_name": problem.path.name, "problem_source": problem.source,
-            "solution_name": Path(task.solution_path).name, "solution_source": Path(task.solution_path).read_text()}
+    return {
+        "problem_name": problem.path.name,
+        "problem_source": problem.source,
+        "solution_name": Path(task.solution_path).name,
+        "solution_source": Path(task.solution_path).read_text(),
+    }

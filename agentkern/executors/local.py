@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import queue
-from typing import Callable
+from collections.abc import Callable
 
 from agentkern.executors.base import EvalTask, Executor, evaluate_with_retry
 from agentkern.types import EvalResult

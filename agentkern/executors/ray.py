@@ -44,8 +44,10 @@ def import_ray():
     try:
         import ray
     except ImportError:
-        raise UserError("--executor ray needs Ray, which is not installed: pip install -e '.[ray]' "
-                        "(ray==2.60.0), or use the local executor (--workers N)") from None
+        raise UserError(
+            "--executor ray needs Ray, which is not installed: pip install -e '.[ray]' "
+            "(ray==2.60.0), or use the local executor (--workers N)"
+        ) from None
     return ray
 
 
@@ -74,7 +76,9 @@ def check_reachable(address: str) -> None:
     hostport = address.split("://", 1)[-1].rstrip("/")
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit():
-        raise UserError(f"--ray-address must be HOST:PORT (the GCS, usually port 6379) or ray://HOST:PORT, not {address!r}")
+        raise UserError(
+            f"--ray-address must be HOST:PORT (the GCS, usually port 6379) or ray://HOST:PORT, not {address!r}"
+        )
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as exc:
@@ -84,8 +88,13 @@ def check_reachable(address: str) -> None:
 class RayExecutor(Executor):
     name = "ray"
 
-    def __init__(self, address: str | None = None, workers: int | None = None, target_kind: str = "cpu",
-                 target_name: str | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        target_kind: str = "cpu",
+        target_name: str | None = None,
+    ) -> None:
         ray = import_ray()
         self._ray = ray
         self._started_here = False
@@ -121,12 +130,16 @@ class RayExecutor(Executor):
                 # Read by Ray's processes at start-up: no token under ~/.ray, no usage report.
                 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-                ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, _temp_dir=str(state_dir()), **quiet)
+                ray.init(
+                    num_cpus=workers or os.cpu_count(), include_dashboard=False, _temp_dir=str(state_dir()), **quiet
+                )
         except UserError:
             raise
         except Exception as exc:  # noqa: BLE001 - Ray's failures to start or connect: one line, no traceback
             where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-            raise UserError(f"could not start or join {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+            raise UserError(
+                f"could not start or join {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            ) from None
         self._started_here = True
 
     def submit(self, task: EvalTask) -> concurrent.futures.Future:
@@ -141,7 +154,9 @@ class RayExecutor(Executor):
             elif isinstance(exc, ray.exceptions.RayTaskError):  # agentkern itself raised: a bug, not a loss
                 verdict.set_exception(exc)
             elif isinstance(exc, ray.exceptions.RayError):  # worker or node died on both tries, object lost
-                verdict.set_result(lost_twice(task, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
+                verdict.set_result(
+                    lost_twice(task, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                )
             else:
                 verdict.set_exception(exc)
 

@@ -12,7 +12,14 @@ import torch
 
 from agentkern.harness.rejections import Rejected
 
-_isclose, _abs, _sub, _le, _isnan, _count_nonzero = torch.isclose, torch.abs, torch.sub, torch.le, torch.isnan, torch.count_nonzero
+_isclose, _abs, _sub, _le, _isnan, _count_nonzero = (
+    torch.isclose,
+    torch.abs,
+    torch.sub,
+    torch.le,
+    torch.isnan,
+    torch.count_nonzero,
+)
 _TENSOR = torch.Tensor
 
 # Bytes the reference's output is overwritten with before it is freed: memory a candidate returns
@@ -25,7 +32,9 @@ def as_tensor_list(out, what: str) -> list[torch.Tensor]:
     items = list(out) if isinstance(out, (tuple, list)) else [out]
     for item in items:
         if type(item) is not _TENSOR:
-            raise Rejected("not_a_tensor", f"{what} returned {type(item).__module__}.{type(item).__qualname__}, not a torch.Tensor")
+            raise Rejected(
+                "not_a_tensor", f"{what} returned {type(item).__module__}.{type(item).__qualname__}, not a torch.Tensor"
+            )
     return items
 
 
@@ -44,7 +53,11 @@ def poison_free_blocks(like: list[torch.Tensor], count: int = 4) -> None:
     The reference's temporaries were freed holding partial answers; after this, the blocks a candidate
     gets for a new output hold the poison instead, whichever of them the allocator picks.
     """
-    claimed = [torch.empty(t.untyped_storage().nbytes(), dtype=torch.uint8, device=t.device) for t in like for _ in range(count)]
+    claimed = [
+        torch.empty(t.untyped_storage().nbytes(), dtype=torch.uint8, device=t.device)
+        for t in like
+        for _ in range(count)
+    ]
     for block in claimed:
         block.fill_(POISON_BYTE)
     del claimed
@@ -119,7 +132,8 @@ def compare(outputs: list[torch.Tensor], expected: list[torch.Tensor], tolerance
             return Comparison(
                 False,
                 f"{label} differs from the reference: {bad} of {out.numel()} elements ({frac:.2%}) "
-                f"beyond atol=rtol={tol:g}, max abs diff {max_diff:.3g}" + (f", {nans} unexpected NaN" if nans > 0 else ""),
+                f"beyond atol=rtol={tol:g}, max abs diff {max_diff:.3g}"
+                + (f", {nans} unexpected NaN" if nans > 0 else ""),
                 max_abs_diff=max_diff,
                 mismatch_fraction=frac,
             )

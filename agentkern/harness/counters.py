@@ -23,8 +23,17 @@ from pathlib import Path
 
 # Software events count on any Linux, VMs included; the hardware ones need a PMU the kernel exposes.
 PERF_SOFTWARE = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
-PERF_EVENTS = PERF_SOFTWARE + ("cycles", "instructions", "cache-references", "cache-misses", "branch-misses",
-               "L1-dcache-loads", "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses")
+PERF_EVENTS = PERF_SOFTWARE + (
+    "cycles",
+    "instructions",
+    "cache-references",
+    "cache-misses",
+    "branch-misses",
+    "L1-dcache-loads",
+    "L1-dcache-load-misses",
+    "LLC-loads",
+    "LLC-load-misses",
+)
 NCU_METRICS = {
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
@@ -32,8 +41,21 @@ NCU_METRICS = {
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": "tensor_pipe_active_pct",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_throughput_pct",
 }
-STALLS = ("long_scoreboard", "short_scoreboard", "barrier", "mio_throttle", "lg_throttle", "math_pipe_throttle",
-          "wait", "not_selected", "membar", "drain", "imc_miss", "no_instruction", "branch_resolving")
+STALLS = (
+    "long_scoreboard",
+    "short_scoreboard",
+    "barrier",
+    "mio_throttle",
+    "lg_throttle",
+    "math_pipe_throttle",
+    "wait",
+    "not_selected",
+    "membar",
+    "drain",
+    "imc_miss",
+    "no_instruction",
+    "branch_resolving",
+)
 NCU_METRICS |= {f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio": f"stall_{s}" for s in STALLS}
 
 
@@ -68,23 +90,26 @@ def derive_cpu(values: dict, loop_ms: float | None = None, calls: int = 1) -> di
         out["page_faults_per_call"] = values["page-faults"] / max(calls, 1)
     if values.get("cycles") and "instructions" in values:
         out["ipc"] = values["instructions"] / values["cycles"]
-    for miss, ref, name in (("cache-misses", "cache-references", "cache_miss_rate"),
-                            ("L1-dcache-load-misses", "L1-dcache-loads", "l1d_miss_rate"),
-                            ("LLC-load-misses", "LLC-loads", "llc_miss_rate")):
+    for miss, ref, name in (
+        ("cache-misses", "cache-references", "cache_miss_rate"),
+        ("L1-dcache-load-misses", "L1-dcache-loads", "l1d_miss_rate"),
+        ("LLC-load-misses", "LLC-loads", "llc_miss_rate"),
+    ):
         if values.get(ref) and miss in values:
             out[name] = values[miss] / values[ref]
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def perf_unavailable_reason() -> str | None:
     """None when `perf stat` can count here (at least its software events), else why not (checked once)."""
     perf = shutil.which("perf")
     if perf is None:
         return "perf is not installed"
     try:
-        proc = subprocess.run([perf, "stat", "-x,", "-e", "task-clock,cycles", "true"], capture_output=True,
-                              text=True, timeout=20)
+        proc = subprocess.run(
+            [perf, "stat", "-x,", "-e", "task-clock,cycles", "true"], capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"perf stat failed to run ({exc})"
     parsed = parse_perf_csv(proc.stderr)
@@ -102,8 +127,18 @@ def perf_prefix(workdir: Path) -> tuple[list[str], dict]:
     for fifo in (ctl, ack):
         if not fifo.exists():
             os.mkfifo(fifo)
-    prefix = ["perf", "stat", "-x,", "-o", str(workdir / "perf.csv"), "--delay=-1",
-              f"--control=fifo:{ctl},{ack}", "-e", ",".join(PERF_EVENTS), "--"]
+    prefix = [
+        "perf",
+        "stat",
+        "-x,",
+        "-o",
+        str(workdir / "perf.csv"),
+        "--delay=-1",
+        f"--control=fifo:{ctl},{ack}",
+        "-e",
+        ",".join(PERF_EVENTS),
+        "--",
+    ]
     return prefix, {"perf_ctl": str(ctl), "perf_ack": str(ack)}
 
 
@@ -113,8 +148,18 @@ def ncu_unavailable_reason() -> str | None:
 
 
 def ncu_prefix(workdir: Path) -> tuple[list[str], dict]:
-    prefix = ["ncu", "--csv", "--profile-from-start", "off", "--log-file", str(workdir / "ncu.csv"),
-              "--metrics", ",".join(NCU_METRICS), "--target-processes", "all"]
+    prefix = [
+        "ncu",
+        "--csv",
+        "--profile-from-start",
+        "off",
+        "--log-file",
+        str(workdir / "ncu.csv"),
+        "--metrics",
+        ",".join(NCU_METRICS),
+        "--target-processes",
+        "all",
+    ]
     return prefix, {}
 
 
@@ -134,16 +179,27 @@ def parse_ncu_csv(text: str) -> dict:
         except (KeyError, ValueError):
             continue
     values = {k: sum(v) / len(v) for k, v in sums.items()}
-    stalls = sorted(((k.removeprefix("stall_"), v) for k, v in values.items() if k.startswith("stall_")),
-                    key=lambda kv: -kv[1])
-    return {"values": {k: v for k, v in values.items() if not k.startswith("stall_")},
-            "top_stalls": [{"reason": r, "cycles_per_issue": v} for r, v in stalls[:3] if v > 0],
-            "kernels": sorted(kernels)}
+    stalls = sorted(
+        ((k.removeprefix("stall_"), v) for k, v in values.items() if k.startswith("stall_")), key=lambda kv: -kv[1]
+    )
+    return {
+        "values": {k: v for k, v in values.items() if not k.startswith("stall_")},
+        "top_stalls": [{"reason": r, "cycles_per_issue": v} for r, v in stalls[:3] if v > 0],
+        "kernels": sorted(kernels),
+    }
 
 
 # ---- the front door ------------------------------------------------------------------------------------
-def collect(problem_path: str, solution_path: str, device: str, workdir: Path, env: dict, calls: int = 20,
-            timeout_s: float = 120.0, size: str | None = None) -> dict:
+def collect(
+    problem_path: str,
+    solution_path: str,
+    device: str,
+    workdir: Path,
+    env: dict,
+    calls: int = 20,
+    timeout_s: float = 120.0,
+    size: str | None = None,
+) -> dict:
     """Counters for a kernel that passed the harness: {"available": True, "tool", "values", ...} or
     {"available": False, "why": ...}. Never raises for the machine's shortcomings."""
     from agentkern.harness.sandbox import run_worker
@@ -153,9 +209,16 @@ def collect(problem_path: str, solution_path: str, device: str, workdir: Path, e
         return {"available": False, "why": reason}
     workdir.mkdir(parents=True, exist_ok=True)
     prefix, extra = (ncu_prefix if device == "cuda" else perf_prefix)(workdir)
-    request = {"mode": "profile", "problem_path": str(Path(problem_path).resolve()),
-               "solution_path": str(Path(solution_path).resolve()),
-               "device": device, "seed": 1234, "calls": calls, "size": size, **extra}
+    request = {
+        "mode": "profile",
+        "problem_path": str(Path(problem_path).resolve()),
+        "solution_path": str(Path(solution_path).resolve()),
+        "device": device,
+        "seed": 1234,
+        "calls": calls,
+        "size": size,
+        **extra,
+    }
     limits = {"compile_timeout_s": timeout_s, "run_timeout_s": timeout_s, "memory_limit_gb": 8.0}
     outcome = run_worker(request, workdir, env, limits, prefix=prefix)
     if outcome.result is None or outcome.result.get("status") != "ok":
@@ -165,13 +228,27 @@ def collect(problem_path: str, solution_path: str, device: str, workdir: Path, e
     text = report.read_text(errors="replace") if report.exists() else ""
     if device == "cuda":
         parsed = parse_ncu_csv(text)
-        return {"available": bool(parsed["values"]), "tool": "ncu", "calls": calls, **parsed,
-                **({} if parsed["values"] else {"why": "ncu reported no metrics"})}
+        return {
+            "available": bool(parsed["values"]),
+            "tool": "ncu",
+            "calls": calls,
+            **parsed,
+            **({} if parsed["values"] else {"why": "ncu reported no metrics"}),
+        }
     parsed = parse_perf_csv(text)
     if not parsed["values"]:
         return {"available": False, "why": "perf stat counted nothing", "missing": parsed["missing"]}
     values = derive_cpu(parsed["values"], outcome.result.get("loop_ms"), calls)
-    note = ("hardware events <not supported> here (a VM without a PMU?): software events only"
-            if "cycles" in parsed["missing"] else None)
-    return {"available": True, "tool": "perf stat", "calls": calls, "values": values,
-            "missing": parsed["missing"], **({"note": note} if note else {})}
+    note = (
+        "hardware events <not supported> here (a VM without a PMU?): software events only"
+        if "cycles" in parsed["missing"]
+        else None
+    )
+    return {
+        "available": True,
+        "tool": "perf stat",
+        "calls": calls,
+        "values": values,
+        "missing": parsed["missing"],
+        **({"note": note} if note else {}),
+    }

@@ -79,8 +79,11 @@ def _flush_bytes(target: Target, device: str) -> int:
 
 
 def _limits(opts: EvalOptions) -> dict[str, float]:
-    return {"compile_timeout_s": opts.compile_timeout_s, "run_timeout_s": opts.run_timeout_s,
-            "memory_limit_gb": opts.memory_limit_gb}
+    return {
+        "compile_timeout_s": opts.compile_timeout_s,
+        "run_timeout_s": opts.run_timeout_s,
+        "memory_limit_gb": opts.memory_limit_gb,
+    }
 
 
 HONEYPOT_SEED = 42
@@ -124,8 +127,15 @@ def evaluate(
     backend = detect_backend(sol.source)
     device, timing = _plan(tgt, backend)
     size, size_note = problem_size(prob, opts, tgt)
-    base = {"backend": backend, "target": tgt.name, "device": device, "problem": str(prob.path), "solution": str(sol.path),
-            "size": size, **({"size_note": size_note} if size_note else {})}
+    base = {
+        "backend": backend,
+        "target": tgt.name,
+        "device": device,
+        "problem": str(prob.path),
+        "solution": str(sol.path),
+        "size": size,
+        **({"size_note": size_note} if size_note else {}),
+    }
 
     try:
         compile(sol.source, str(sol.path), "exec")  # parsing runs nothing
@@ -134,10 +144,15 @@ def evaluate(
     try:
         check_source(sol.source, sol.tree)
     except Rejected as rej:
-        return EvalResult("rejected", False, error=f"{rej.code}: {rej.message}", details={**base, "rejected_because": rej.code, "check": "static"})
+        return EvalResult(
+            "rejected",
+            False,
+            error=f"{rej.code}: {rej.message}",
+            details={**base, "rejected_because": rej.code, "check": "static"},
+        )
 
     if backend == "cuda" and device == "cpu":
-        from agentkern.harness.cuda_check import compile_check
+        from agentkern.harness.modes.ptx import compile_check
 
         return compile_check(sol, tgt, base, opts)
 
@@ -159,16 +174,22 @@ def evaluate(
     outcome = run_worker(request, workdir, _env(device, backend, opts.threads, workdir), limits, pool)
     if outcome.result is None:
         status, error = describe_death(outcome, limits)
-        result = EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log, "workdir": str(workdir)})
+        result = EvalResult(
+            status, False, error=error, details={**base, "log_tail": outcome.log, "workdir": str(workdir)}
+        )
         if worker_lost(outcome):
             result.details["worker_lost"] = True
     else:
         raw = outcome.result
         details = {**base, **raw.get("details", {})}
         result = EvalResult(
-            raw["status"], bool(raw.get("correct")), speedup=raw.get("speedup"),
-            reference_ms=raw.get("reference_ms"), kernel_ms=raw.get("kernel_ms"),
-            error=one_line(raw.get("error")), details=details,
+            raw["status"],
+            bool(raw.get("correct")),
+            speedup=raw.get("speedup"),
+            reference_ms=raw.get("reference_ms"),
+            kernel_ms=raw.get("kernel_ms"),
+            error=one_line(raw.get("error")),
+            details=details,
         )
         if result.status != "ok":
             details["log_tail"] = outcome.log
@@ -204,7 +225,9 @@ def _bound_kind(target: Target, work: dict) -> str:
     return "compute" if compute_ms >= memory_ms else "memory"
 
 
-def hardware_counters(problem: str | Path, solution: str | Path, target: str, options: EvalOptions | None = None) -> dict:
+def hardware_counters(
+    problem: str | Path, solution: str | Path, target: str, options: EvalOptions | None = None
+) -> dict:
     """perf stat / ncu counters for a kernel that passed `evaluate` on a target that is present
     (agentkern/harness/counters.py); {"available": False, "why": ...} where they cannot be had."""
     from agentkern.harness import counters
@@ -217,8 +240,14 @@ def hardware_counters(problem: str | Path, solution: str | Path, target: str, op
         return {"available": False, "why": "the target's hardware is not on this machine"}
     workdir = home() / "profiles" / f"{time.strftime('%Y%m%d-%H%M%S')}-{sol.path.stem}-{secrets.token_hex(4)}"
     size, _ = problem_size(load_problem(str(problem)), opts, tgt)
-    result = counters.collect(str(problem), str(sol.path), device, workdir,
-                              _env(device, detect_backend(sol.source), opts.threads, workdir), size=size)
+    result = counters.collect(
+        str(problem),
+        str(sol.path),
+        device,
+        workdir,
+        _env(device, detect_backend(sol.source), opts.threads, workdir),
+        size=size,
+    )
     if result.get("available"):
         shutil.rmtree(workdir, ignore_errors=True)
     return result

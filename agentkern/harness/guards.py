@@ -10,13 +10,13 @@ Runs only in the worker: it imports torch.
 
 from __future__ import annotations
 
+import builtins
 import os
 import resource
 import sys
 import sysconfig
 import threading
 import time
-import builtins
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -51,7 +51,11 @@ class RuntimeSnapshot:
         """Global hooks and modes: anything registered here would see the reference's calls and output."""
         import torch.nn.modules.module as module_mod
 
-        counts = {name: len(getattr(module_mod, name)) for name in dir(module_mod) if name.startswith("_global_") and hasattr(getattr(module_mod, name), "__len__")}
+        counts = {
+            name: len(getattr(module_mod, name))
+            for name in dir(module_mod)
+            if name.startswith("_global_") and hasattr(getattr(module_mod, name), "__len__")
+        }
         counts["torch function mode"] = torch._C._len_torch_function_stack()
         counts["torch dispatch mode"] = torch._C._len_torch_dispatch_stack()
         return counts
@@ -64,7 +68,10 @@ class RuntimeSnapshot:
         now = self._interceptors()
         for name, count in self.interceptors.items():
             if now.get(name, 0) > count:
-                raise Rejected("reuses_reference_output", f"left a global {name.strip('_').replace('_', ' ')} installed, which would see the reference's output")
+                raise Rejected(
+                    "reuses_reference_output",
+                    f"left a global {name.strip('_').replace('_', ' ')} installed, which would see the reference's output",
+                )
         for name, obj in self.watched.items():
             before = self.ids[name]
             now = self._ids(obj)
@@ -149,31 +156,125 @@ class AuditGuard:
 
 # Ops that only allocate, reshape or copy: calling them is not computing the answer with torch.
 NEUTRAL_OPS = {
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
-    "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill_", "zero_",
-    "view", "_unsafe_view", "reshape", "as_strided", "t", "transpose", "permute", "contiguous",
-    "clone", "copy_", "detach", "alias", "expand", "squeeze", "unsqueeze", "select", "slice",
-    "split", "split_with_sizes", "chunk", "lift_fresh", "_to_copy", "to", "resize_", "set_",
-    "unbind", "flatten", "unflatten", "narrow", "arange", "_local_scalar_dense", "item",
-    "is_contiguous", "stride", "size", "numel", "dim", "sym_size", "sym_stride", "sym_numel",
-    "_reshape_alias", "view_as", "expand_as", "empty_permuted", "randn", "rand", "normal_", "uniform_",
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "new_empty",
+    "new_empty_strided",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "new_zeros",
+    "new_ones",
+    "new_full",
+    "fill_",
+    "zero_",
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "as_strided",
+    "t",
+    "transpose",
+    "permute",
+    "contiguous",
+    "clone",
+    "copy_",
+    "detach",
+    "alias",
+    "expand",
+    "squeeze",
+    "unsqueeze",
+    "select",
+    "slice",
+    "split",
+    "split_with_sizes",
+    "chunk",
+    "lift_fresh",
+    "_to_copy",
+    "to",
+    "resize_",
+    "set_",
+    "unbind",
+    "flatten",
+    "unflatten",
+    "narrow",
+    "arange",
+    "_local_scalar_dense",
+    "item",
+    "is_contiguous",
+    "stride",
+    "size",
+    "numel",
+    "dim",
+    "sym_size",
+    "sym_stride",
+    "sym_numel",
+    "_reshape_alias",
+    "view_as",
+    "expand_as",
+    "empty_permuted",
+    "randn",
+    "rand",
+    "normal_",
+    "uniform_",
 }
 # Ops that do the real work of a problem: a candidate may not call any of these that the reference
 # calls. Grouped, so that torch.addmm does not stand in for torch.mm.
 FAMILIES = {
-    "matmul": {"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "addmv", "mv", "dot",
-               "vdot", "einsum", "_addmm_activation", "tensordot", "inner", "outer", "addr", "_mm_plus_mm"},
+    "matmul": {
+        "mm",
+        "addmm",
+        "bmm",
+        "baddbmm",
+        "addbmm",
+        "matmul",
+        "linear",
+        "addmv",
+        "mv",
+        "dot",
+        "vdot",
+        "einsum",
+        "_addmm_activation",
+        "tensordot",
+        "inner",
+        "outer",
+        "addr",
+        "_mm_plus_mm",
+    },
     "softmax": {"_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax"},
     "layer_norm": {"native_layer_norm", "layer_norm"},
     "rms_norm": {"rms_norm", "_fused_rms_norm"},
     "group_norm": {"native_group_norm", "group_norm"},
-    "batch_norm": {"native_batch_norm", "batch_norm", "_native_batch_norm_legit",
-                   "_native_batch_norm_legit_no_training", "_batch_norm_impl_index"},
-    "conv": {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-             "conv_transpose2d", "conv_transpose3d", "mkldnn_convolution", "cudnn_convolution"},
-    "attention": {"scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
-                  "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-                  "_scaled_dot_product_flash_attention_for_cpu", "_flash_attention_forward"},
+    "batch_norm": {
+        "native_batch_norm",
+        "batch_norm",
+        "_native_batch_norm_legit",
+        "_native_batch_norm_legit_no_training",
+        "_batch_norm_impl_index",
+    },
+    "conv": {
+        "convolution",
+        "_convolution",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "mkldnn_convolution",
+        "cudnn_convolution",
+    },
+    "attention": {
+        "scaled_dot_product_attention",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "_flash_attention_forward",
+    },
 }
 HEAVY_FAMILIES = set(FAMILIES)
 _FAMILY_OF = {op: fam for fam, ops in FAMILIES.items() for op in ops}

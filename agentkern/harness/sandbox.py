@@ -81,8 +81,15 @@ def _spawn(args: list[str], cwd: Path, env: dict[str, str], log_path: Path, stdi
 # Variables a worker reads when it starts (OpenMP and malloc read theirs at load time; triton, imported with
 # torch by the spare, reads TRITON_INTERPRET): a spare worker serves only requests whose values match. The
 # rest (TMPDIR) go in the request.
-SPAWN_TIME_VARS = ("OMP_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "AGENTKERN_CPP_CACHE",
-                   "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR", "TRITON_INTERPRET")
+SPAWN_TIME_VARS = (
+    "OMP_NUM_THREADS",
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "AGENTKERN_CPP_CACHE",
+    "TORCH_EXTENSIONS_DIR",
+    "TRITON_CACHE_DIR",
+    "TRITON_INTERPRET",
+)
 PER_REQUEST_VARS = ("TMPDIR",)
 
 
@@ -137,7 +144,11 @@ class WarmPool:
 
 
 def run_worker(
-    request: dict, workdir: Path, env: dict[str, str], limits: dict[str, float], pool: WarmPool | None = None,
+    request: dict,
+    workdir: Path,
+    env: dict[str, str],
+    limits: dict[str, float],
+    pool: WarmPool | None = None,
     prefix: list[str] | tuple = (),
 ) -> SandboxOutcome:
     """Run one request in a fresh worker (or the pool's spare). `prefix` wraps the worker's command line
@@ -254,4 +265,6 @@ def describe_death(outcome: SandboxOutcome, limits: dict[str, float]) -> tuple[s
             name = f"signal {-rc}"
         return "crashed", f"worker died with {name} during {outcome.phase}"
     last = one_line(outcome.log.strip().splitlines()[-1] if outcome.log.strip() else None)
-    return "crashed", f"worker exited with code {rc} during {outcome.phase} without a verdict" + (f": {last}" if last else "")
+    return "crashed", f"worker exited with code {rc} during {outcome.phase} without a verdict" + (
+        f": {last}" if last else ""
+    )

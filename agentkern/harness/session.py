@@ -49,7 +49,9 @@ class EvalSession:
 
         t0 = _perf()
         # Registered under a name nobody can guess: a plain `import` must not hand the candidate the reference.
-        self.problem = load_problem_module(self.req["problem_path"], f"_reference_{secrets.token_hex(8)}", self.req.get("size"))
+        self.problem = load_problem_module(
+            self.req["problem_path"], f"_reference_{secrets.token_hex(8)}", self.req.get("size")
+        )
         _settle_torch()
         self.snapshot = RuntimeSnapshot()
         self.audit = AuditGuard(self.req["solution_path"])
@@ -99,7 +101,9 @@ class EvalSession:
         self.snapshot.check()
         outputs = C.as_tensor_list(out, "ModelNew.forward")
         watch.after(allow_native_growth=first_calls)
-        if self.device.type == "cuda" and torch.cuda.current_stream(self.device) != torch.cuda.default_stream(self.device):
+        if self.device.type == "cuda" and torch.cuda.current_stream(self.device) != torch.cuda.default_stream(
+            self.device
+        ):
             raise Rejected("side_stream", "left a non-default CUDA stream current after the call")
         return outputs
 
@@ -176,7 +180,10 @@ class EvalSession:
         for out in outputs:
             stale = C.poisoned_fraction(out)
             if stale > 0.5:
-                raise Rejected("reuses_reference_output", f"{stale:.0%} of its output is memory it never wrote: freed blocks the reference used, poisoned by the harness")
+                raise Rejected(
+                    "reuses_reference_output",
+                    f"{stale:.0%} of its output is memory it never wrote: freed blocks the reference used, poisoned by the harness",
+                )
             for arg in args:
                 if isinstance(arg, torch.Tensor) and C.overlaps(out, arg):
                     raise Rejected("aliases_input", "its output shares memory with an input")
@@ -198,7 +205,10 @@ class EvalSession:
             for out, snap in zip(outputs, taken):
                 if not C.same_bits(out, snap):
                     if trial < len(history) - 1:
-                        raise Rejected("caches_results", f"the output of call {trial} was overwritten by a later call (one buffer reused across calls)")
+                        raise Rejected(
+                            "caches_results",
+                            f"the output of call {trial} was overwritten by a later call (one buffer reused across calls)",
+                        )
                     code = "side_stream" if self.device.type == "cuda" else "background_work"
                     raise Rejected(code, "its output kept changing after the call returned")
 
@@ -207,10 +217,14 @@ class EvalSession:
         inputs = self._inputs(self.req["seeds"][0])
         with torch.no_grad(), OpRecorder() as counter:
             out = C.as_tensor_list(self.reference(*inputs), "the reference")
-        params = [p for p in self.reference.parameters()] + [b for b in self.reference.buffers()]
+        params = list(self.reference.parameters()) + list(self.reference.buffers())
         moved = sum(t.numel() * t.element_size() for t in [*inputs, *out, *params] if isinstance(t, torch.Tensor))
         floating = [t for t in out if t.is_floating_point()] or out
-        return {"flops": float(counter.flops), "bytes": float(moved), "dtype": str(floating[0].dtype).removeprefix("torch.")}
+        return {
+            "flops": float(counter.flops),
+            "bytes": float(moved),
+            "dtype": str(floating[0].dtype).removeprefix("torch."),
+        }
 
     # ---- timing --------------------------------------------------------------------------------------
     def _time(self) -> dict:
@@ -221,7 +235,12 @@ class EvalSession:
             # New memory and new values on every call, cheaply: a pool input scaled by a per-call factor.
             base = pool[i % len(pool)]
             scale = rng.uniform(0.75, 1.25)
-            ref_args = [x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else (x.clone() if isinstance(x, torch.Tensor) else x) for x in base]
+            ref_args = [
+                x * scale
+                if isinstance(x, torch.Tensor) and x.is_floating_point()
+                else (x.clone() if isinstance(x, torch.Tensor) else x)
+                for x in base
+            ]
             return ref_args, self._clone(ref_args)
 
         recent: list[list] = []
@@ -246,10 +265,17 @@ class EvalSession:
         self.audit.active = True
         try:
             ref, cand = measure_interleaved(
-                reference, candidate, fresh_inputs, check_output,
-                device=self.device, mode=self.opts["mode"], time_budget_s=self.opts["time_budget_s"],
-                min_calls=self.opts["min_timed_calls"], max_calls=self.opts["max_timed_calls"],
-                flush_bytes=self.req["flush_bytes"], rng=rng,
+                reference,
+                candidate,
+                fresh_inputs,
+                check_output,
+                device=self.device,
+                mode=self.opts["mode"],
+                time_budget_s=self.opts["time_budget_s"],
+                min_calls=self.opts["min_timed_calls"],
+                max_calls=self.opts["max_timed_calls"],
+                flush_bytes=self.req["flush_bytes"],
+                rng=rng,
             )
         finally:
             self.audit.active = False

@@ -117,7 +117,9 @@ def _native_text(tree: ast.Module) -> str:
     mentions fork() or a file system (ext4) is not code. Python calls are the AST checks' business."""
     prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
     return "\n".join(
-        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in prose
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in prose
     )
 
 
@@ -134,11 +136,18 @@ def check_source(source: str, tree: ast.Module) -> None:
         elif isinstance(node, ast.Attribute):
             code = FORBIDDEN_ATTRIBUTES.get(node.attr)
             # `modules` and `system` are only telling on sys and os.
-            if node.attr == "modules" and _root_name(node) not in {"sys"} and aliases.get(_root_name(node) or "") != "sys":
+            if (
+                node.attr == "modules"
+                and _root_name(node) not in {"sys"}
+                and aliases.get(_root_name(node) or "") != "sys"
+            ):
                 code = None
             if node.attr in {"system", "popen", "fork"} and aliases.get(_root_name(node) or "") != "os":
                 code = None
-            if node.attr in {"Stream", "ExternalStream", "set_stream"} and aliases.get(_root_name(node) or "") != "torch":
+            if (
+                node.attr in {"Stream", "ExternalStream", "set_stream"}
+                and aliases.get(_root_name(node) or "") != "torch"
+            ):
                 code = None
             if code:
                 raise Rejected(code, f"uses {_dotted(node)} (line {node.lineno})")
@@ -161,7 +170,9 @@ def check_source(source: str, tree: ast.Module) -> None:
     native = _native_text(tree)
     match = PYTHON_C_API.search(native)
     if match:
-        raise Rejected("reads_harness", f"reaches into the Python interpreter from native code ({match.group(0).strip()})")
+        raise Rejected(
+            "reads_harness", f"reaches into the Python interpreter from native code ({match.group(0).strip()})"
+        )
     match = NATIVE_PROCESS.search(native)
     if match:
         raise Rejected("forbidden_call", f"native code starts a process ({match.group(0).strip()})")

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from agentkern.helpers import atomic_write_json, one_line, tail
 
-
 READY_LINE = "agentkern-worker: imports done, waiting for a request"
 
 
@@ -100,19 +99,19 @@ def main(request_path: str) -> int:
     phase.enter("import")
     try:
         if request.get("mode") == "cuda_sources":
-            from agentkern.harness.cuda_check import capture_cuda_sources
+            from agentkern.harness.modes.ptx import capture_cuda_sources
 
             result = capture_cuda_sources(request)
         elif request.get("mode") == "profile":  # hardware counters around a kernel that already passed
-            from agentkern.harness.profile_worker import profile_request
+            from agentkern.harness.modes.profile import profile_request
 
             result = profile_request(request, phase)
         elif request.get("mode") == "analyze":  # the built-in policy: what does the problem compute?
-            from agentkern.builtin.recognize import analyze_request
+            from agentkern.policies.builtin.recognize import analyze_request
 
             result = analyze_request(request)
         elif request.get("mode") == "baseline":  # trusted: torch.compile of the reference, for agentkern bench
-            from agentkern.harness.baseline_worker import BaselineSession
+            from agentkern.harness.modes.baseline_session import BaselineSession
 
             result = BaselineSession(request, phase).run()
         else:

@@ -7,19 +7,29 @@ raises UserError: agentkern.cli.main prints one line and exits 2.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from agentkern.errors import UserError
 
-app = typer.Typer(name="kb", help="The knowledge base (hardware docs, guides, exemplar kernels) the planner and coder read.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(
+    name="kb",
+    help="The knowledge base (hardware docs, guides, exemplar kernels) the planner and coder read.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
 out = Console(soft_wrap=True)
 
-EmbeddingOpt = Annotated[Optional[str], typer.Option(
-    "--embedding", help="hashing (built in, default) or minilm (needs the optional minilm extra); env AGENTKERN_KB_EMBEDDING.")]
+EmbeddingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embedding",
+        help="hashing (built in, default) or minilm (needs the optional minilm extra); env AGENTKERN_KB_EMBEDDING.",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
@@ -41,19 +51,27 @@ def _target_name(target: str | None) -> str | None:
 
 
 @app.command("build")
-def build_command(force: Annotated[bool, typer.Option("--force", help="Re-embed everything, even if nothing changed.")] = False,
-                  embedding: EmbeddingOpt = None, json_out: JsonOpt = False) -> None:
+def build_command(
+    force: Annotated[bool, typer.Option("--force", help="Re-embed everything, even if nothing changed.")] = False,
+    embedding: EmbeddingOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Index knowledge_base/, kernels_dataset/ and what was added (only what changed since the last build)."""
     result = _kb(embedding).ensure_built(force=force)
     if json_out:
         print(json.dumps(result, indent=2, default=str))
         return
     if result["rebuilt"]:
-        out.print(f"indexed {result['documents']} documents ({result['chunks']} chunks, {result['embedded']} embedded, "
-                  f"{result['removed']} removed) with {result['embedding']} in {result['seconds']:.2f} s", highlight=False)
+        out.print(
+            f"indexed {result['documents']} documents ({result['chunks']} chunks, {result['embedded']} embedded, "
+            f"{result['removed']} removed) with {result['embedding']} in {result['seconds']:.2f} s",
+            highlight=False,
+        )
     else:
-        out.print(f"up to date: {result['documents']} documents, {result['chunks']} chunks ({result['embedding']})",
-                  highlight=False)
+        out.print(
+            f"up to date: {result['documents']} documents, {result['chunks']} chunks ({result['embedding']})",
+            highlight=False,
+        )
     for problem in result.get("problems", []):
         out.print(f"[yellow]skipped:[/] {problem}", highlight=False)
 
@@ -61,11 +79,14 @@ def build_command(force: Annotated[bool, typer.Option("--force", help="Re-embed 
 @app.command("query")
 def query_command(
     text: Annotated[str, typer.Argument(help="What you want to know, in words or code.")],
-    target: Annotated[Optional[str], typer.Option("--target", "-t", help="Only documents for this target (h100, cpu, ...).")] = None,
-    backend: Annotated[Optional[str], typer.Option(help="Only documents for this backend (triton, cuda, cpp).")] = None,
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="Only documents for this target (h100, cpu, ...).")
+    ] = None,
+    backend: Annotated[str | None, typer.Option(help="Only documents for this backend (triton, cuda, cpp).")] = None,
     k: Annotated[int, typer.Option("--k", help="How many documents.")] = 5,
-    kind: Annotated[Optional[str], typer.Option(help="Only this kind: target, guide or exemplar.")] = None,
-    embedding: EmbeddingOpt = None, json_out: JsonOpt = False,
+    kind: Annotated[str | None, typer.Option(help="Only this kind: target, guide or exemplar.")] = None,
+    embedding: EmbeddingOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """The documents closest to TEXT, best first (one entry per document: its best-matching section)."""
     from agentkern.kb.sources import KINDS
@@ -80,8 +101,10 @@ def query_command(
         out.print("no documents match", highlight=False)
     for n, r in enumerate(results, 1):
         where = f" - {r['section']}" if r["section"] else ""
-        out.print(f"[bold]{n}. {r['title']}[/]{where}  [dim]({r['kind']}, {r['id']}, distance {r['distance']:.3f})[/]",
-                  highlight=False)
+        out.print(
+            f"[bold]{n}. {r['title']}[/]{where}  [dim]({r['kind']}, {r['id']}, distance {r['distance']:.3f})[/]",
+            highlight=False,
+        )
         for source in r["sources"][:2]:
             out.print(f"   source: {source}", highlight=False)
         snippet = " ".join(r["excerpt"].split())
@@ -90,12 +113,23 @@ def query_command(
 
 @app.command("add")
 def add_command(
-    path: Annotated[Optional[str], typer.Argument(help="A markdown document with front matter, or a kernel file (.py).")] = None,
-    from_run: Annotated[Optional[str], typer.Option("--from-run", help="Add this run's best kernel, with its measured result.")] = None,
-    target: Annotated[Optional[str], typer.Option("--target", "-t", help="For a kernel file: the target it is for.")] = None,
-    backend: Annotated[Optional[str], typer.Option(help="For a kernel file: triton, cuda or cpp (default: guessed).")] = None,
-    op: Annotated[Optional[str], typer.Option(help="For a kernel file: the op it computes (default: from the file name).")] = None,
-    embedding: EmbeddingOpt = None, json_out: JsonOpt = False,
+    path: Annotated[
+        str | None, typer.Argument(help="A markdown document with front matter, or a kernel file (.py).")
+    ] = None,
+    from_run: Annotated[
+        str | None, typer.Option("--from-run", help="Add this run's best kernel, with its measured result.")
+    ] = None,
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="For a kernel file: the target it is for.")
+    ] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="For a kernel file: triton, cuda or cpp (default: guessed).")
+    ] = None,
+    op: Annotated[
+        str | None, typer.Option(help="For a kernel file: the op it computes (default: from the file name).")
+    ] = None,
+    embedding: EmbeddingOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Add a document or kernel file (PATH), or a run's best kernel (--from-run RUN_ID), and index it."""
     from agentkern.kb import ingest
@@ -121,7 +155,10 @@ def stats_command(embedding: EmbeddingOpt = None, json_out: JsonOpt = False) -> 
         print(json.dumps(stats, indent=2, default=str))
         return
     kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(stats["kinds"].items()))
-    out.print(f"{stats['documents']} documents ({kinds}), {stats['chunks']} chunks, embedding {stats['embedding']}, "
-              f"{stats['disk_bytes'] / 1e6:.1f} MB at {stats['path']}", highlight=False)
+    out.print(
+        f"{stats['documents']} documents ({kinds}), {stats['chunks']} chunks, embedding {stats['embedding']}, "
+        f"{stats['disk_bytes'] / 1e6:.1f} MB at {stats['path']}",
+        highlight=False,
+    )
     for problem in stats["problems"]:
         out.print(f"[yellow]skipped:[/] {problem}", highlight=False)

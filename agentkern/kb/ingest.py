@@ -40,8 +40,9 @@ def write_exemplar(root: Path, doc_id: str, front: dict, summary: str, code: str
         body += f"\nThe PyTorch reference it replaces:\n```python\n{reference.rstrip()}\n```\n"
     path = root / "exemplars" / f"{_slug(doc_id)}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("---\n" + yaml.safe_dump({"id": doc_id, "kind": "exemplar", **front}, sort_keys=False)
-                    + "---\n" + body)
+    path.write_text(
+        "---\n" + yaml.safe_dump({"id": doc_id, "kind": "exemplar", **front}, sort_keys=False) + "---\n" + body
+    )
     return path
 
 
@@ -62,8 +63,14 @@ def add_path(kb, path: str, target: str | None = None, backend: str | None = Non
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dest)
         built = kb.ensure_built()
-        return {"id": doc.id, "title": doc.title, "kind": doc.kind, "path": str(dest), "chunks": len(doc.chunks()),
-                "documents": built.get("documents")}
+        return {
+            "id": doc.id,
+            "title": doc.title,
+            "kind": doc.kind,
+            "path": str(dest),
+            "chunks": len(doc.chunks()),
+            "documents": built.get("documents"),
+        }
     if src.suffix != ".py":
         raise UserError(f"{path}: kb add takes a markdown document (.md) or a kernel file (.py)")
     code = src.read_text()
@@ -76,12 +83,25 @@ def add_path(kb, path: str, target: str | None = None, backend: str | None = Non
         raise UserError(str(exc)) from None
     op = op or src.stem.split("_")[0]
     doc_id = f"user-{_slug(src.stem)}"
-    front = {"title": f"{op} kernel ({backend}, added from {src.name})", "targets": targets, "backends": [backend],
-             "tags": [op, backend, "exemplar", "user"], "sources": [str(src.resolve())], "op": op, "origin": "user"}
+    front = {
+        "title": f"{op} kernel ({backend}, added from {src.name})",
+        "targets": targets,
+        "backends": [backend],
+        "tags": [op, backend, "exemplar", "user"],
+        "sources": [str(src.resolve())],
+        "op": op,
+        "origin": "user",
+    }
     dest = write_exemplar(kb.root, doc_id, front, f"A `{op}` kernel ({backend}) added by hand from {src}.", code)
     built = kb.ensure_built()
-    return {"id": doc_id, "title": front["title"], "kind": "exemplar", "path": str(dest), "chunks": 1,
-            "documents": built.get("documents")}
+    return {
+        "id": doc_id,
+        "title": front["title"],
+        "kind": "exemplar",
+        "path": str(dest),
+        "chunks": 1,
+        "documents": built.get("documents"),
+    }
 
 
 def _best_candidate(store, run: dict) -> dict | None:
@@ -134,27 +154,49 @@ def add_from_run(kb, run_id: str) -> dict:
     speedup = float(best["speedup"])
     front = {
         "title": f"{op} kernel ({backend}, best of run {run_id}: {speedup:.2f}x on {hardware})",
-        "targets": [target] if target in (*GPUS, "cpu") else ["cpu"], "backends": [backend],
+        "targets": [target] if target in (*GPUS, "cpu") else ["cpu"],
+        "backends": [backend],
         "tags": [op, backend, "exemplar", "run", *(best["strategy"] or "").replace("/", " ").split()],
         "sources": [f"agentkern run {run_id}, candidate {best['candidate_id']} ({db})"],
-        "op": op, "origin": "run", "run_id": run_id, "candidate": best["candidate_id"], "strategy": best["strategy"],
-        "speedup": round(speedup, 4), "kernel_ms": best["kernel_ms"], "reference_ms": best["reference_ms"],
-        "roofline_fraction": best["roofline_fraction"], "target": target, "hardware": hardware,
+        "op": op,
+        "origin": "run",
+        "run_id": run_id,
+        "candidate": best["candidate_id"],
+        "strategy": best["strategy"],
+        "speedup": round(speedup, 4),
+        "kernel_ms": best["kernel_ms"],
+        "reference_ms": best["reference_ms"],
+        "roofline_fraction": best["roofline_fraction"],
+        "target": target,
+        "hardware": hardware,
         # Predicted by the cost model (the target GPU was absent in that run), not measured: say so.
         "predicted": bool(best.get("predicted")),
         "params": json.loads(best["params"]) if best.get("params") else {},
         "measured": time.strftime("%Y-%m-%d", time.localtime(best["ts"] or time.time())),
     }
-    times = (f" ({best['kernel_ms']:.4g} ms vs {best['reference_ms']:.4g} ms)"
-             if best["kernel_ms"] and best["reference_ms"] else "")
+    times = (
+        f" ({best['kernel_ms']:.4g} ms vs {best['reference_ms']:.4g} ms)"
+        if best["kernel_ms"] and best["reference_ms"]
+        else ""
+    )
     how = "predicted by the cost model, not measured" if front["predicted"] else "measured"
-    summary = (f"Best kernel of run {run_id} for `{op}` on {target} ({hardware}): {speedup:.2f}x over PyTorch"
-               f"{times} ({how}), strategy {best['strategy']}.")
+    summary = (
+        f"Best kernel of run {run_id} for `{op}` on {target} ({hardware}): {speedup:.2f}x over PyTorch"
+        f"{times} ({how}), strategy {best['strategy']}."
+    )
     reference = problem_path.read_text() if problem_path.is_file() else ""
     dest = write_exemplar(kb.root, f"run-{run_id}", front, summary, kernel.read_text(), reference)
     built = kb.ensure_built()
-    return {"id": f"run-{run_id}", "title": front["title"], "kind": "exemplar", "path": str(dest),
-            "speedup": speedup, "target": target, "hardware": hardware, "documents": built.get("documents")}
+    return {
+        "id": f"run-{run_id}",
+        "title": front["title"],
+        "kind": "exemplar",
+        "path": str(dest),
+        "speedup": speedup,
+        "target": target,
+        "hardware": hardware,
+        "documents": built.get("documents"),
+    }
 
 
 def best_run_params(op: str, target: str, backend: str, root: Path | None = None) -> tuple[dict, str] | None:
@@ -168,11 +210,14 @@ def best_run_params(op: str, target: str, backend: str, root: Path | None = None
         if not text.startswith("---\n") or "\n---\n" not in text[4:]:
             continue
         try:
-            front = yaml.safe_load(text[4:text.index("\n---\n", 4)]) or {}
+            front = yaml.safe_load(text[4 : text.index("\n---\n", 4)]) or {}
         except yaml.YAMLError:
             continue
-        if (front.get("op"), front.get("target"), tuple(front.get("backends") or ())) == (op, target, (backend,)) \
-                and front.get("params") and not front.get("predicted"):
+        if (
+            (front.get("op"), front.get("target"), tuple(front.get("backends") or ())) == (op, target, (backend,))
+            and front.get("params")
+            and not front.get("predicted")
+        ):
             found.append((float(front.get("speedup") or 0), front["params"], str(front.get("id", path.stem))))
     if not found:
         return None

@@ -12,8 +12,10 @@ import re
 from agentkern.kb.sources import TARGETS
 
 # Lines of a KernelBench problem file that say nothing about what it computes.
-_BOILERPLATE = re.compile(r"^\s*(import |from \S+ import |def get_inputs|def get_init_inputs|return \[|super\(\)|"
-                          r"def __init__|class Model)")
+_BOILERPLATE = re.compile(
+    r"^\s*(import |from \S+ import |def get_inputs|def get_init_inputs|return \[|super\(\)|"
+    r"def __init__|class Model)"
+)
 
 
 def problem_query(problem_source: str, name: str, target_label: str, backend: str) -> str:
@@ -50,24 +52,37 @@ class Retriever:
             text = problem_query(problem_source, name, target.display_name, backend)
             tname = target.name if target.name in TARGETS else None
             docs = self.kb.query(text, tname, backend, k=self.k_docs, kinds=("target", "guide"))
-            kernels = self.kb.query(text, tname, backend, k=5 * self.k_exemplars, kinds=("exemplar",)) \
-                if self.k_exemplars else []
-            self._cache[key] = docs + rank_exemplars(kernels, name)[:self.k_exemplars]
+            kernels = (
+                self.kb.query(text, tname, backend, k=5 * self.k_exemplars, kinds=("exemplar",))
+                if self.k_exemplars
+                else []
+            )
+            self._cache[key] = docs + rank_exemplars(kernels, name)[: self.k_exemplars]
         return self._cache[key]
 
 
 def rank_exemplars(kernels: list[dict], op: str) -> list[dict]:
     """Kernels for the same op first, and among those the ones measured in a run (`kb add --from-run`), the
     fastest first: the next run on a target starts from the best kernel known for it. Then by similarity."""
+
     def key(doc: dict):
         measured = doc.get("origin") == "run"
-        return (doc.get("op") != op, not measured, -float(doc.get("speedup") or 0) if measured else 0.0,
-                doc["distance"])
+        return (
+            doc.get("op") != op,
+            not measured,
+            -float(doc.get("speedup") or 0) if measured else 0.0,
+            doc["distance"],
+        )
 
     return sorted(kernels, key=key)
 
 
 def brief(doc: dict) -> dict:
     """What the run store keeps about a retrieved document: enough to find it again and to show it."""
-    return {"id": doc["id"], "title": doc["title"], "kind": doc["kind"], "section": doc.get("section", ""),
-            "distance": doc.get("distance")}
+    return {
+        "id": doc["id"],
+        "title": doc["title"],
+        "kind": doc["kind"],
+        "section": doc.get("section", ""),
+        "distance": doc.get("distance"),
+    }

@@ -67,10 +67,18 @@ class Document:
             # Every chunk repeats the title and heading: a section's words alone often do not say what it is about.
             header = self.title + (f" - {heading}" if heading else "")
             body = f"{header}\n{' '.join(self.tags)}\n\n{text.strip()}"
-            meta = {"doc_id": self.id, "title": self.title, "kind": self.kind, "section": heading,
-                    "path": self.path, "sources": "\n".join(self.sources), "tags": ", ".join(self.tags),
-                    "targets": ",".join(self.targets), "backends": ",".join(self.backends),
-                    "hash": hashlib.sha256(body.encode()).hexdigest()[:16]}
+            meta = {
+                "doc_id": self.id,
+                "title": self.title,
+                "kind": self.kind,
+                "section": heading,
+                "path": self.path,
+                "sources": "\n".join(self.sources),
+                "tags": ", ".join(self.tags),
+                "targets": ",".join(self.targets),
+                "backends": ",".join(self.backends),
+                "hash": hashlib.sha256(body.encode()).hexdigest()[:16],
+            }
             meta.update({f"t_{t}": t in self.targets for t in TARGETS})
             meta.update({f"b_{b}": b in self.backends for b in BACKENDS})
             meta.update({k: v for k, v in self.extra.items() if isinstance(v, (str, int, float, bool))})
@@ -146,12 +154,12 @@ def split_front_matter(text: str) -> tuple[dict, str]:
     if not end:
         raise SourceError("front matter opened with --- but never closed")
     try:
-        meta = yaml.safe_load(text[3:3 + end.start()]) or {}
+        meta = yaml.safe_load(text[3 : 3 + end.start()]) or {}
     except yaml.YAMLError as exc:
         raise SourceError(f"front matter is not YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(meta, dict):
         raise SourceError("front matter is not a mapping")
-    return meta, text[3 + end.end():].lstrip("\n")
+    return meta, text[3 + end.end() :].lstrip("\n")
 
 
 def parse_markdown(path: Path, label: str | None = None) -> Document:
@@ -177,18 +185,28 @@ def parse_markdown(path: Path, label: str | None = None) -> Document:
     tags = meta.get("tags") or []
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.split(",")]
-    extra = {k: v for k, v in meta.items() if k not in
-             {"title", "id", "kind", "targets", "backends", "tags", "sources"} and isinstance(v, (str, int, float, bool))}
+    extra = {
+        k: v
+        for k, v in meta.items()
+        if k not in {"title", "id", "kind", "targets", "backends", "tags", "sources"}
+        and isinstance(v, (str, int, float, bool))
+    }
     return Document(
-        id=str(meta.get("id") or path.stem).strip(), title=title, kind=kind,
+        id=str(meta.get("id") or path.stem).strip(),
+        title=title,
+        kind=kind,
         targets=expand_targets(meta.get("targets", ["all"]), where),
         backends=expand_backends(meta.get("backends", ["all"]), where),
-        tags=[str(t) for t in tags], sources=[str(s) for s in sources], path=label or str(path), body=body,
+        tags=[str(t) for t in tags],
+        sources=[str(s) for s in sources],
+        path=label or str(path),
+        body=body,
         extra=extra,
     )
 
 
 # ---- exemplar kernels from kernels_dataset ------------------------------------------------------------------
+
 
 def _exemplar_targets(backend: str) -> list[str]:
     return ["cpu"] if backend == "cpp" else list(GPUS)
@@ -215,12 +233,21 @@ def solution_document(path: Path, dataset: Path, notes: dict[str, str]) -> Docum
     rel = f"kernels_dataset/solutions/{path.name}"
     note = notes.get(path.name, "")
     reference = _reference(dataset, op)
-    body = (f"Reference solution for `{op}` ({backend}). {note}\n\n```python\n{path.read_text()}```\n"
-            + (f"\nThe PyTorch reference it replaces:\n```python\n{reference}```\n" if reference else ""))
-    return Document(id=f"solution-{path.stem}", title=f"{op} kernel ({backend}, reference solution {path.name})",
-                    kind="exemplar", targets=_exemplar_targets(backend), backends=[backend],
-                    tags=[op, backend, "exemplar", "solution"], sources=[rel], path=rel, body=body,
-                    extra={"op": op, "origin": "solution"})
+    body = f"Reference solution for `{op}` ({backend}). {note}\n\n```python\n{path.read_text()}```\n" + (
+        f"\nThe PyTorch reference it replaces:\n```python\n{reference}```\n" if reference else ""
+    )
+    return Document(
+        id=f"solution-{path.stem}",
+        title=f"{op} kernel ({backend}, reference solution {path.name})",
+        kind="exemplar",
+        targets=_exemplar_targets(backend),
+        backends=[backend],
+        tags=[op, backend, "exemplar", "solution"],
+        sources=[rel],
+        path=rel,
+        body=body,
+        extra={"op": op, "origin": "solution"},
+    )
 
 
 def template_document(path: Path, dataset: Path) -> Document:
@@ -231,16 +258,27 @@ def template_document(path: Path, dataset: Path) -> Document:
     # Strategy tags: the template's parameters and their named choices (online_exp2, three_pass, ...).
     strategy = list(space) + [str(v) for values in space.values() for v in values if isinstance(v, str)]
     reference = _reference(dataset, op)
-    body = (f"Parametrised {backend} template for `{op}` (Jinja2; the built-in policy searches its parameters: "
-            f"{json.dumps(space)}).\n\n```jinja\n{path.read_text()}```\n"
-            + (f"\nThe PyTorch reference:\n```python\n{reference}```\n" if reference else ""))
-    return Document(id=f"template-{op}-{backend}", title=f"{op} kernel template ({backend}, {rel})",
-                    kind="exemplar", targets=_exemplar_targets(backend), backends=[backend],
-                    tags=[op, backend, "exemplar", "template", *strategy], sources=[rel], path=rel, body=body,
-                    extra={"op": op, "origin": "template"})
+    body = (
+        f"Parametrised {backend} template for `{op}` (Jinja2; the built-in policy searches its parameters: "
+        f"{json.dumps(space)}).\n\n```jinja\n{path.read_text()}```\n"
+        + (f"\nThe PyTorch reference:\n```python\n{reference}```\n" if reference else "")
+    )
+    return Document(
+        id=f"template-{op}-{backend}",
+        title=f"{op} kernel template ({backend}, {rel})",
+        kind="exemplar",
+        targets=_exemplar_targets(backend),
+        backends=[backend],
+        tags=[op, backend, "exemplar", "template", *strategy],
+        sources=[rel],
+        path=rel,
+        body=body,
+        extra={"op": op, "origin": "template"},
+    )
 
 
 # ---- the set of sources -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Sources:
@@ -259,7 +297,11 @@ class Sources:
         if self.dataset_dir and self.dataset_dir.is_dir():
             d = self.dataset_dir
             out += [("solution", p) for p in sorted((d / "solutions").glob("*.py"))]
-            out += [("template", p) for p in sorted((d / "templates").glob("*/*.py.j2")) if not p.parent.name.startswith("_")]
+            out += [
+                ("template", p)
+                for p in sorted((d / "templates").glob("*/*.py.j2"))
+                if not p.parent.name.startswith("_")
+            ]
             # Not indexed themselves, but their text is in the exemplars: a change must rebuild them.
             out += [("support", p) for p in sorted((d / "problems").glob("*.py"))]
             out += [("support", p) for p in sorted((d / "templates").glob("*/*.json"))]

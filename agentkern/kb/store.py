@@ -30,8 +30,11 @@ def kb_root() -> Path:
 
 def default_sources(root: Path | None = None) -> Sources:
     root = root or kb_root()
-    return Sources(docs_dirs=[project_root() / "knowledge_base", root / "docs"],
-                   dataset_dir=project_root() / "kernels_dataset", exemplar_dir=root / "exemplars")
+    return Sources(
+        docs_dirs=[project_root() / "knowledge_base", root / "docs"],
+        dataset_dir=project_root() / "kernels_dataset",
+        exemplar_dir=root / "exemplars",
+    )
 
 
 def _configure_caches() -> None:
@@ -87,15 +90,27 @@ def _result(chunk_id: str, text: str, meta: dict, distance: float) -> dict:
     body = text.split("\n\n", 1)[-1]  # without the title/tags header every chunk starts with
     limit = EXEMPLAR_EXCERPT_CHARS if kind == "exemplar" else DOC_EXCERPT_CHARS
     excerpt = body if len(body) <= limit else body[:limit].rsplit(" ", 1)[0] + " ..."
-    extra = {k: v for k, v in meta.items() if not k.startswith(("t_", "b_")) and k not in
-             {"doc_id", "title", "kind", "section", "path", "sources", "tags", "targets", "backends", "hash"}}
+    extra = {
+        k: v
+        for k, v in meta.items()
+        if not k.startswith(("t_", "b_"))
+        and k not in {"doc_id", "title", "kind", "section", "path", "sources", "tags", "targets", "backends", "hash"}
+    }
     return {
-        "id": meta["doc_id"], "title": meta.get("title", ""), "kind": kind, "section": meta.get("section", ""),
-        "excerpt": excerpt, "text": text, "sources": [s for s in meta.get("sources", "").split("\n") if s],
+        "id": meta["doc_id"],
+        "title": meta.get("title", ""),
+        "kind": kind,
+        "section": meta.get("section", ""),
+        "excerpt": excerpt,
+        "text": text,
+        "sources": [s for s in meta.get("sources", "").split("\n") if s],
         "tags": [t for t in meta.get("tags", "").split(", ") if t],
         "targets": [t for t in meta.get("targets", "").split(",") if t],
         "backends": [b for b in meta.get("backends", "").split(",") if b],
-        "path": meta.get("path", ""), "chunk": chunk_id, "distance": round(float(distance), 4), **extra,
+        "path": meta.get("path", ""),
+        "chunk": chunk_id,
+        "distance": round(float(distance), 4),
+        **extra,
     }
 
 
@@ -117,8 +132,9 @@ class KnowledgeBase:
             import chromadb
             from chromadb.config import Settings
 
-            self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
-                                                     settings=Settings(anonymized_telemetry=False))
+            self._client = chromadb.PersistentClient(
+                path=str(self.root / "chroma"), settings=Settings(anonymized_telemetry=False)
+            )
         return self._client
 
     def collection(self):
@@ -128,8 +144,12 @@ class KnowledgeBase:
 
     # ---- building -----------------------------------------------------------------------------------------
     def digest(self, manifest: dict[str, str]) -> str:
-        key = {"schema": SCHEMA, "embedding": self.embedding.name(), "config": self.embedding.get_config(),
-               "files": manifest}
+        key = {
+            "schema": SCHEMA,
+            "embedding": self.embedding.name(),
+            "config": self.embedding.get_config(),
+            "files": manifest,
+        }
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
     def state(self) -> dict:
@@ -170,21 +190,36 @@ class KnowledgeBase:
             coll.delete(ids=stale)
         batch = max(1, min(256, client.get_max_batch_size()))
         for start in range(0, len(fresh), batch):
-            part = fresh[start:start + batch]
+            part = fresh[start : start + batch]
             coll.add(ids=[c.id for c in part], documents=[c.text for c in part], metadatas=[c.meta for c in part])
         kinds: dict[str, int] = {}
         for d in docs:
             kinds[d.kind] = kinds.get(d.kind, 0) + 1
-        state = {"digest": digest, "built": time.time(), "embedding": self.embedding.name(),
-                 "documents": len(docs), "chunks": len(chunks), "kinds": kinds, "problems": problems,
-                 "embedded": len(fresh), "removed": len(stale), "seconds": round(time.perf_counter() - started, 3)}
+        state = {
+            "digest": digest,
+            "built": time.time(),
+            "embedding": self.embedding.name(),
+            "documents": len(docs),
+            "chunks": len(chunks),
+            "kinds": kinds,
+            "problems": problems,
+            "embedded": len(fresh),
+            "removed": len(stale),
+            "seconds": round(time.perf_counter() - started, 3),
+        }
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
         self.state_path.write_text(json.dumps(state, indent=2))
         return {**state, "rebuilt": True}
 
     # ---- reading ------------------------------------------------------------------------------------------
-    def query(self, text: str, target: str | None = None, backend: str | None = None, k: int = 5,
-              kinds: tuple[str, ...] | None = None) -> list[dict]:
+    def query(
+        self,
+        text: str,
+        target: str | None = None,
+        backend: str | None = None,
+        k: int = 5,
+        kinds: tuple[str, ...] | None = None,
+    ) -> list[dict]:
         """The k best documents for `text` (one result per document: its best-matching chunk)."""
         if not text or not text.strip():
             raise UserError("the query is empty")
@@ -197,11 +232,13 @@ class KnowledgeBase:
             return []
         # Ask for more chunks than documents wanted: several chunks of one document may rank first.
         n = min(total, max(4 * k, 20))
-        found = coll.query(query_texts=[text], n_results=n, where=where,
-                           include=["documents", "metadatas", "distances"])
+        found = coll.query(
+            query_texts=[text], n_results=n, where=where, include=["documents", "metadatas", "distances"]
+        )
         results: dict[str, dict] = {}
-        for cid, doc, meta, dist in zip(found["ids"][0], found["documents"][0], found["metadatas"][0],
-                                        found["distances"][0]):
+        for cid, doc, meta, dist in zip(
+            found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0]
+        ):
             if meta["doc_id"] not in results:
                 results[meta["doc_id"]] = _result(cid, doc, meta, dist)
             if len(results) == k:
@@ -212,8 +249,16 @@ class KnowledgeBase:
         state = self.ensure_built()
         coll = self.client().get_or_create_collection(self.collection_name, embedding_function=self.embedding)
         size = sum(p.stat().st_size for p in (self.root / "chroma").rglob("*") if p.is_file())
-        return {"path": str(self.root), "embedding": self.embedding.name(), "documents": state.get("documents", 0),
-                "chunks": coll.count(), "kinds": state.get("kinds", {}), "built": state.get("built"),
-                "build_seconds": state.get("seconds"), "problems": state.get("problems", []),
-                "disk_bytes": size, "sources": [str(p) for p in self.sources.docs_dirs]
-                + [str(p) for p in (self.sources.dataset_dir, self.sources.exemplar_dir) if p]}
+        return {
+            "path": str(self.root),
+            "embedding": self.embedding.name(),
+            "documents": state.get("documents", 0),
+            "chunks": coll.count(),
+            "kinds": state.get("kinds", {}),
+            "built": state.get("built"),
+            "build_seconds": state.get("seconds"),
+            "problems": state.get("problems", []),
+            "disk_bytes": size,
+            "sources": [str(p) for p in self.sources.docs_dirs]
+            + [str(p) for p in (self.sources.dataset_dir, self.sources.exemplar_dir) if p],
+        }

@@ -51,7 +51,9 @@ def get_model(spec: str | None, api_base: str | None = None) -> ChatModel | None
     if spec.lower() == "scripted":
         from ..errors import UserError
 
-        raise UserError("the 'scripted' model exists for tests only; use 'builtin' or a litellm model such as openai/gpt-4o")
+        raise UserError(
+            "the 'scripted' model exists for tests only; use 'builtin' or a litellm model such as openai/gpt-4o"
+        )
     api_base = (api_base or "").strip() or None
     if api_base and not _has_provider_prefix(spec):
         spec = f"openai/{spec}"

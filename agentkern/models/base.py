@@ -179,7 +179,7 @@ class Usage:
     cost_usd: float = 0.0
     calls: int = 0
 
-    def add(self, reply: Reply) -> "Usage":
+    def add(self, reply: Reply) -> Usage:
         self.tokens_in += reply.prompt_tokens
         self.tokens_out += reply.completion_tokens
         self.cost_usd += reply.cost_usd

@@ -206,7 +206,9 @@ def _classify(exc: BaseException, litellm: Any, timeout_s: float, api_base: str 
             return _Failure("malformed", False, _server_message(text))
         if text.startswith("Invalid response object"):
             last = [line for line in text.split("\n\nreceived_args=")[0].splitlines() if line.strip()]
-            return _Failure("malformed", False, one_line(f"invalid response object ({last[-1].strip() if last else '?'})", 300))
+            return _Failure(
+                "malformed", False, one_line(f"invalid response object ({last[-1].strip() if last else '?'})", 300)
+            )
 
     # 5. No evidence in the chain: trust a status only when litellm saw a real response (it keeps the
     #    headers). Anything else happened on our side before or after the request (e.g. "Missing
@@ -291,15 +293,15 @@ class LiteLLMModel:
 
     def complete(self, messages: list[dict], *, temperature: float = 0.2, max_tokens: int = 4096) -> Reply:
         litellm = _import_litellm()
-        kwargs: dict[str, Any] = dict(
-            model=self.name,
-            messages=messages,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            timeout=self.timeout_s,
-            num_retries=0,  # ours, below (without it the OpenAI SDK retries twice itself)
-            drop_params=True,  # o-series / gpt-5 refuse temperature != 1: drop it rather than fail every call
-        )
+        kwargs: dict[str, Any] = {
+            "model": self.name,
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "timeout": self.timeout_s,
+            "num_retries": 0,  # ours, below (without it the OpenAI SDK retries twice itself)
+            "drop_params": True,  # o-series / gpt-5 refuse temperature != 1: drop it rather than fail every call
+        }
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:
@@ -344,7 +346,9 @@ class LiteLLMModel:
             message = f"{self.name}: {head} after {n}" + (f": {tail}" if tail else "")
         else:
             message = f"{self.name}: {f.detail}"
-        return ModelError(message, model=self.name, kind=f.kind, status=f.status, attempts=attempts, retryable=f.retryable)
+        return ModelError(
+            message, model=self.name, kind=f.kind, status=f.status, attempts=attempts, retryable=f.retryable
+        )
 
     def _read(self, response: Any, attempts: int) -> tuple[str, str | None]:
         """Text and finish reason of the first choice; a response without one is malformed."""
@@ -352,7 +356,9 @@ class LiteLLMModel:
         def malformed(why: str) -> ModelError:
             return ModelError(
                 f"{self.name}: malformed response from the server: {why}",
-                model=self.name, kind="malformed", attempts=attempts,
+                model=self.name,
+                kind="malformed",
+                attempts=attempts,
             )
 
         choices = getattr(response, "choices", None)

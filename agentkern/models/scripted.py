@@ -9,11 +9,10 @@ from __future__ import annotations
 import copy
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Union
 
 from .base import ModelError, Reply
 
-Scripted = Union[str, Reply, BaseException, type, Callable[[list[dict]], Union[str, Reply]]]
+Scripted = str | Reply | BaseException | type | Callable[[list[dict]], str | Reply]
 
 
 class ScriptedModel:
@@ -34,7 +33,7 @@ class ScriptedModel:
         self.history: list[list[dict]] = []
         self.calls: list[dict] = []
 
-    def add(self, *replies: Scripted) -> "ScriptedModel":
+    def add(self, *replies: Scripted) -> ScriptedModel:
         self.replies.extend(replies)
         return self
 

@@ -7,11 +7,11 @@ draft with an error: the compiler records it and the critic's feedback tells the
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
-from agentkern import prompts
 from agentkern.kb.retrieve import brief
 from agentkern.models.base import ModelError, NoCodeError, extract_solution
+from agentkern.policies import prompts
 
 STRATEGY_LINE = re.compile(r"^\s*STRATEGY:\s*(\S+)", re.M)
 
@@ -24,8 +24,9 @@ class LLMPolicy:
         # record(agent, iteration, prompt, reply | None, error | None, retrieved=[documents in the prompt])
         self.record = record
 
-    def _ask(self, agent: str, iteration: int, prompt: str, knowledge: list | None = None
-             ) -> tuple[str | None, str | None, int, float]:
+    def _ask(
+        self, agent: str, iteration: int, prompt: str, knowledge: list | None = None
+    ) -> tuple[str | None, str | None, int, float]:
         retrieved = [brief(doc) for doc in knowledge or []]
         try:
             reply = self.model.complete([{"role": "user", "content": prompt}])
@@ -41,8 +42,13 @@ class LLMPolicy:
         text = text or ""
         found = STRATEGY_LINE.search(text)
         strategy = found.group(1) if found else f"llm/{ctx['iteration']}"
-        return {"summary": f"{strategy}" + (f" (planner failed: {error})" if error else ""), "strategy": strategy,
-                "text": text, "tokens": tokens, "cost_usd": cost}
+        return {
+            "summary": f"{strategy}" + (f" (planner failed: {error})" if error else ""),
+            "strategy": strategy,
+            "text": text,
+            "tokens": tokens,
+            "cost_usd": cost,
+        }
 
     def write(self, plan: dict, ctx: dict, beam: int) -> list[dict]:
         drafts = []
@@ -55,6 +61,15 @@ class LLMPolicy:
                     source = extract_solution(text)
                 except NoCodeError as exc:
                     error = f"reply without usable code: {exc}"
-            drafts.append({"strategy": f"{plan['strategy']}/{j}", "source": source, "error": error,
-                           "params": {}, "parent": None, "tokens": tokens, "cost_usd": cost})
+            drafts.append(
+                {
+                    "strategy": f"{plan['strategy']}/{j}",
+                    "source": source,
+                    "error": error,
+                    "params": {},
+                    "parent": None,
+                    "tokens": tokens,
+                    "cost_usd": cost,
+                }
+            )
         return drafts

@@ -8,9 +8,16 @@ from dataclasses import dataclass, field
 
 # Colours of the verdicts, the same in every chart and table of the report.
 STATUS_COLOURS = {
-    "ok": "#2e7d32", "incorrect": "#c62828", "compile_error": "#ef6c00", "runtime_error": "#ad1457",
-    "timeout": "#6a1b9a", "crashed": "#4e342e", "rejected": "#37474f", "no_code": "#9e9e9e",
-    "unverified": "#0277bd", "infeasible": "#5d4037",
+    "ok": "#2e7d32",
+    "incorrect": "#c62828",
+    "compile_error": "#ef6c00",
+    "runtime_error": "#ad1457",
+    "timeout": "#6a1b9a",
+    "crashed": "#4e342e",
+    "rejected": "#37474f",
+    "no_code": "#9e9e9e",
+    "unverified": "#0277bd",
+    "infeasible": "#5d4037",
 }
 OTHER_COLOUR = "#546e7a"
 
@@ -117,12 +124,14 @@ def population(candidates: list[dict], families: list[str], width: int = 560, he
         k = seen[c["family"]] = seen.get(c["family"], -1) + 1
         jitter = ((k * 0.618) % 1.0 - 0.5) * band * 0.6  # golden-ratio spread: siblings do not overlap
         has_speed = c.get("correct") and c.get("speedup") is not None
-        chart.marks.append({
-            "cx": chart.x0 + band * (fam + 0.5) + jitter,
-            "cy": py(c["speedup"]) if has_speed else lane_y,
-            "colour": STATUS_COLOURS.get(c["status"], OTHER_COLOUR),
-            "title": f"{c['id']} {c['strategy']}: " + (f"{c['speedup']:.3f}x" if has_speed else c["status"]),
-        })
+        chart.marks.append(
+            {
+                "cx": chart.x0 + band * (fam + 0.5) + jitter,
+                "cy": py(c["speedup"]) if has_speed else lane_y,
+                "colour": STATUS_COLOURS.get(c["status"], OTHER_COLOUR),
+                "title": f"{c['id']} {c['strategy']}: " + (f"{c['speedup']:.3f}x" if has_speed else c["status"]),
+            }
+        )
     chart.lane = {"pos": lane_y, "label": "no speedup"}
     return chart
 
@@ -135,7 +144,17 @@ def bars(items: list[tuple[str, float, str]], width: int = 560, bar_height: int 
     for i, (label, value, colour) in enumerate(items):
         y = chart.top + i * bar_height * 1.5 + bar_height * 0.25
         w = _scale(value, 0.0, ticks[-1], 0.0, chart.x1 - chart.x0)
-        chart.marks.append({"x": chart.x0, "y": y, "w": max(w, 1.0), "h": bar_height, "colour": colour,
-                            "label": label, "value": f"{value:g}{unit}", "title": f"{label}: {value:g}{unit}"})
+        chart.marks.append(
+            {
+                "x": chart.x0,
+                "y": y,
+                "w": max(w, 1.0),
+                "h": bar_height,
+                "colour": colour,
+                "label": label,
+                "value": f"{value:g}{unit}",
+                "title": f"{label}: {value:g}{unit}",
+            }
+        )
     chart.x_ticks = [{"pos": _scale(t, 0.0, ticks[-1], chart.x0, chart.x1), "label": _label(t)} for t in ticks]
     return chart

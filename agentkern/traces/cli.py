@@ -11,18 +11,24 @@ import json
 import os
 import sqlite3
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from agentkern.errors import UserError
 
-app = typer.Typer(name="traces", help="Read what runs did (every step, model call and candidate), report and export it.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(
+    name="traces",
+    help="Read what runs did (every step, model call and candidate), report and export it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
 
-DbOpt = Annotated[Optional[Path], typer.Option("--db", help="The run store (default: AGENTKERN_HOME/runs.db).")]
+DbOpt = Annotated[Path | None, typer.Option("--db", help="The run store (default: AGENTKERN_HOME/runs.db).")]
 RunArg = Annotated[str, typer.Argument(help="A run id (`agentkern traces list` shows them).")]
 EXPORT_FORMATS = ("module", "kernelbench", "jsonl")
 PIPED_WIDTH = 160  # columns when stdout is a file or a pipe (rich would use 80 and wrap the code)
@@ -76,8 +82,10 @@ def _print(renderables: list, pager: bool) -> None:
 
 
 @app.command("list")
-def list_command(db: DbOpt = None,
-                 json_out: Annotated[bool, typer.Option("--json", help="Print a JSON array (stable keys).")] = False) -> None:
+def list_command(
+    db: DbOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print a JSON array (stable keys).")] = False,
+) -> None:
     """The runs in the store, oldest first: problem, target, status, candidates, best speedup."""
     from agentkern.traces.views import run_summaries, runs_table
 
@@ -94,10 +102,15 @@ def list_command(db: DbOpt = None,
 
 
 @app.command("show")
-def show_command(run_id: RunArg, db: DbOpt = None,
-                 step: Annotated[Optional[int], typer.Option("--step", help="Show only step N (numbered in the tree), in full.")] = None,
-                 full: Annotated[bool, typer.Option("--full", help="Do not shorten long prompts, replies and diffs.")] = False,
-                 no_pager: Annotated[bool, typer.Option("--no-pager", help="Print straight to the terminal.")] = False) -> None:
+def show_command(
+    run_id: RunArg,
+    db: DbOpt = None,
+    step: Annotated[
+        int | None, typer.Option("--step", help="Show only step N (numbered in the tree), in full.")
+    ] = None,
+    full: Annotated[bool, typer.Option("--full", help="Do not shorten long prompts, replies and diffs.")] = False,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="Print straight to the terminal.")] = False,
+) -> None:
     """One run as a tree of iterations: each step's prompt, reply, code diff, compiler output, correctness, timing."""
     from agentkern.traces.views import run_tree, step_view
 
@@ -106,8 +119,12 @@ def show_command(run_id: RunArg, db: DbOpt = None,
 
 
 @app.command("diff")
-def diff_command(run_a: RunArg, run_b: RunArg, db: DbOpt = None,
-                 no_pager: Annotated[bool, typer.Option("--no-pager", help="Print straight to the terminal.")] = False) -> None:
+def diff_command(
+    run_a: RunArg,
+    run_b: RunArg,
+    db: DbOpt = None,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="Print straight to the terminal.")] = False,
+) -> None:
     """Two runs side by side: settings, results, and the diff of their best kernels."""
     from agentkern.traces.compare import compare
 
@@ -116,11 +133,11 @@ def diff_command(run_a: RunArg, run_b: RunArg, db: DbOpt = None,
 
 
 @app.command("report")
-def report_command(run_id: RunArg,
-                   out_file: Annotated[Path, typer.Option("--out", help="The HTML file to write.")],
-                   db: DbOpt = None) -> None:
+def report_command(
+    run_id: RunArg, out_file: Annotated[Path, typer.Option("--out", help="The HTML file to write.")], db: DbOpt = None
+) -> None:
     """One self-contained HTML file (no network): the search in charts, verdicts, tokens and cost, best kernel."""
-    from agentkern.traces.report import write_report
+    from agentkern.traces.html_report import write_report
 
     (trace,) = _load(db, run_id)
     path = write_report(trace, out_file)
@@ -128,10 +145,12 @@ def report_command(run_id: RunArg,
 
 
 @app.command("export")
-def export_command(run_id: RunArg,
-                   fmt: Annotated[str, typer.Option("--format", help="module, kernelbench or jsonl.")],
-                   out_dir: Annotated[Path, typer.Option("--out", help="The folder to write into (created).")],
-                   db: DbOpt = None) -> None:
+def export_command(
+    run_id: RunArg,
+    fmt: Annotated[str, typer.Option("--format", help="module, kernelbench or jsonl.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="The folder to write into (created).")],
+    db: DbOpt = None,
+) -> None:
     """The best kernel as a tested module, the run in KernelBench's layout, or JSON lines with rewards.
 
     module: the kernel, a plain function, a torch.library custom op, a pytest file.

@@ -62,12 +62,22 @@ def compare(a: RunTrace, b: RunTrace) -> list[RenderableType]:
         missing = ", ".join(t.run_id for t, best in ((a, best_a), (b, best_b)) if best is None)
         out.append(Text(f"best kernels: no correct candidate in {missing}; nothing to diff", style="yellow"))
         return out
-    text = diff.unified(source_of(best_a), source_of(best_b), f"{a.run_id}/{best_a['id']}.py",
-                        f"{b.run_id}/{best_b['id']}.py")
-    heading = Text(f"best kernels: {best_a['id']} ({describe.speedup_text(best_a)}) -> {best_b['id']} "
-                   f"({describe.speedup_text(best_b)})", style="bold")
-    out.append(Group(heading, Syntax(text, "diff", theme="ansi_dark", word_wrap=True, background_color="default")
-                     if text else Text("the two best kernels are the same code", style="dim")))
+    text = diff.unified(
+        source_of(best_a), source_of(best_b), f"{a.run_id}/{best_a['id']}.py", f"{b.run_id}/{best_b['id']}.py"
+    )
+    heading = Text(
+        f"best kernels: {best_a['id']} ({describe.speedup_text(best_a)}) -> {best_b['id']} "
+        f"({describe.speedup_text(best_b)})",
+        style="bold",
+    )
+    out.append(
+        Group(
+            heading,
+            Syntax(text, "diff", theme="ansi_dark", word_wrap=True, background_color="default")
+            if text
+            else Text("the two best kernels are the same code", style="dim"),
+        )
+    )
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def speedup_text(candidate: dict | None) -> str:
-    """"1.23x", "1.23x predicted", or the status of a candidate without a speedup."""
+    """ "1.23x", "1.23x predicted", or the status of a candidate without a speedup."""
     if candidate is None:
         return "-"
     if candidate.get("correct") and candidate.get("speedup") is not None:
@@ -20,8 +20,11 @@ def correctness_lines(candidate: dict) -> list[str]:
     lines = [f"correct: {'yes' if candidate.get('correct') else 'no'} (status {candidate.get('status')})"]
     if report.get("trials") is not None:
         seeds = report.get("seeds") or []
-        lines.append(f"trials: {report['trials']}" + (f", seeds {', '.join(map(str, seeds))}" if seeds else "")
-                     + (f", max |diff| {report['max_abs_diff']:.3g}" if report.get("max_abs_diff") is not None else ""))
+        lines.append(
+            f"trials: {report['trials']}"
+            + (f", seeds {', '.join(map(str, seeds))}" if seeds else "")
+            + (f", max |diff| {report['max_abs_diff']:.3g}" if report.get("max_abs_diff") is not None else "")
+        )
     if report.get("failed_trial"):
         failed = report["failed_trial"]
         lines.append(f"failed at trial {failed.get('trial')} (seed {failed.get('seed')})")
@@ -36,8 +39,11 @@ def correctness_lines(candidate: dict) -> list[str]:
     if error and not candidate.get("correct"):
         lines.append(f"error: {error}")
     if report.get("device") or report.get("threads"):
-        lines.append(f"device: {report.get('device', '?')}" + (f", {report['threads']} threads" if report.get("threads") else "")
-                     + (f", size {report['size']}" if report.get("size") else ""))
+        lines.append(
+            f"device: {report.get('device', '?')}"
+            + (f", {report['threads']} threads" if report.get("threads") else "")
+            + (f", size {report['size']}" if report.get("size") else "")
+        )
     return lines
 
 
@@ -47,22 +53,28 @@ def timing_lines(candidate: dict) -> list[str]:
     lines = []
     if candidate.get("kernel_ms") is not None:
         kind = "predicted by the cost model" if candidate.get("predicted") else "measured"
-        lines.append(f"{speedup_text(candidate)}: kernel {candidate['kernel_ms']:.4g} ms vs reference "
-                     f"{candidate['reference_ms']:.4g} ms ({kind})")
+        lines.append(
+            f"{speedup_text(candidate)}: kernel {candidate['kernel_ms']:.4g} ms vs reference "
+            f"{candidate['reference_ms']:.4g} ms ({kind})"
+        )
     stats = timing.get("timing") or {}
     for side in ("kernel", "reference"):
         s = stats.get(side)
         if s:
-            lines.append(f"{side:<9} median {s['median_ms']:.4g} ms, min {s['min_ms']:.4g}, p10 {s['p10_ms']:.4g}, "
-                         f"p90 {s['p90_ms']:.4g}, mean {s['mean_ms']:.4g} +- {s['stdev_ms']:.3g} ({s['calls']} calls)")
+            lines.append(
+                f"{side:<9} median {s['median_ms']:.4g} ms, min {s['min_ms']:.4g}, p10 {s['p10_ms']:.4g}, "
+                f"p90 {s['p90_ms']:.4g}, mean {s['mean_ms']:.4g} +- {s['stdev_ms']:.3g} ({s['calls']} calls)"
+            )
     if stats.get("mode"):
         lines.append(f"mode: {stats['mode']}")
     if stats.get("unavailable"):
         lines.append(f"not timed here: {stats['unavailable']}")
     if timing.get("roofline_bound_ms") is not None:
         fraction = candidate.get("roofline_fraction")
-        lines.append(f"roofline bound {timing['roofline_bound_ms']:.4g} ms ({timing.get('bound', '?')}-bound)"
-                     + (f", {fraction:.1%} of it reached" if fraction else ""))
+        lines.append(
+            f"roofline bound {timing['roofline_bound_ms']:.4g} ms ({timing.get('bound', '?')}-bound)"
+            + (f", {fraction:.1%} of it reached" if fraction else "")
+        )
     phases = timing.get("phases") or {}
     if phases:
         lines.append("phases: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f} s" for k, v in phases.items()))
@@ -75,7 +87,9 @@ def timing_lines(candidate: dict) -> list[str]:
 def counters_lines(counters: dict) -> list[str]:
     if not counters.get("available"):
         return [f"hardware counters unavailable: {counters.get('why', '?')}"]
-    lines = [f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}" for k, v in (counters.get("values") or {}).items()]
+    lines = [
+        f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}" for k, v in (counters.get("values") or {}).items()
+    ]
     if counters.get("top_stalls"):
         lines.append("top stalls: " + ", ".join(s["reason"] for s in counters["top_stalls"]))
     if counters.get("note"):

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import difflib
 
-from agentkern.search import population
+from agentkern import candidates as population
 from agentkern.traces.trace import RunTrace, source_of
 
 
 def unified(old: str | None, new: str | None, old_name: str, new_name: str, context: int = 3) -> str:
     """A unified diff ("" when the texts are equal); a missing side diffs as an empty file."""
-    lines = difflib.unified_diff((old or "").splitlines(keepends=True), (new or "").splitlines(keepends=True),
-                                 fromfile=old_name, tofile=new_name, n=context)
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True),
+        (new or "").splitlines(keepends=True),
+        fromfile=old_name,
+        tofile=new_name,
+        n=context,
+    )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
@@ -24,7 +29,10 @@ def base_of(trace: RunTrace, candidate: dict) -> tuple[dict | None, str]:
         return parent, f"its parent {parent['id']}"
     earlier = population.best([c for c in trace.candidates if c["iteration"] < candidate["iteration"]])
     if earlier is not None:
-        return earlier, f"{earlier['id']}, the best kernel before iteration {candidate['iteration']} (no parent recorded)"
+        return (
+            earlier,
+            f"{earlier['id']}, the best kernel before iteration {candidate['iteration']} (no parent recorded)",
+        )
     return None, "no earlier kernel to compare it with"
 
 

@@ -8,8 +8,19 @@ from __future__ import annotations
 from pathlib import Path
 
 # Keys of the verdict's `details` that belong to the correctness check, and to the timing.
-CORRECTNESS_KEYS = ("trials", "seeds", "max_abs_diff", "failed_trial", "reference_ops", "candidate_ops",
-                    "rejected_because", "suspicious", "size", "threads", "device")
+CORRECTNESS_KEYS = (
+    "trials",
+    "seeds",
+    "max_abs_diff",
+    "failed_trial",
+    "reference_ops",
+    "candidate_ops",
+    "rejected_because",
+    "suspicious",
+    "size",
+    "threads",
+    "device",
+)
 TIMING_KEYS = ("timing", "phases", "roofline_bound_ms", "bound", "work", "wall_s", "warm_worker")
 # Where the build's and the worker's output end up, in the order a reader wants them.
 LOG_KEYS = (("nvcc_log", "nvcc"), ("traceback", "traceback"), ("log_tail", "worker output"))
@@ -21,12 +32,18 @@ def from_verdict(verdict: dict, path: str | None) -> dict:
     return {
         "source": _read(path),
         "compile_log": compile_log(verdict),
-        "correctness": {"correct": bool(verdict.get("correct")), "status": verdict.get("status"),
-                        "error": verdict.get("error"),
-                        **{k: details[k] for k in CORRECTNESS_KEYS if details.get(k) is not None}},
-        "timing": {"kernel_ms": verdict.get("kernel_ms"), "reference_ms": verdict.get("reference_ms"),
-                   "speedup": verdict.get("speedup"),
-                   **{k: details[k] for k in TIMING_KEYS if details.get(k) is not None}},
+        "correctness": {
+            "correct": bool(verdict.get("correct")),
+            "status": verdict.get("status"),
+            "error": verdict.get("error"),
+            **{k: details[k] for k in CORRECTNESS_KEYS if details.get(k) is not None},
+        },
+        "timing": {
+            "kernel_ms": verdict.get("kernel_ms"),
+            "reference_ms": verdict.get("reference_ms"),
+            "speedup": verdict.get("speedup"),
+            **{k: details[k] for k in TIMING_KEYS if details.get(k) is not None},
+        },
     }
 
 

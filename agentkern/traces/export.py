@@ -41,8 +41,10 @@ def _best_with_code(trace: RunTrace) -> tuple[dict, str]:
         raise UserError(f"run {trace.run_id} has no correct candidate to export")
     code = source_of(best)
     if not code:
-        raise UserError(f"run {trace.run_id}: the code of its best candidate {best['id']} is gone "
-                        f"(not in the store, and {best.get('path')} does not exist)")
+        raise UserError(
+            f"run {trace.run_id}: the code of its best candidate {best['id']} is gone "
+            f"(not in the store, and {best.get('path')} does not exist)"
+        )
     return best, code
 
 
@@ -90,17 +92,32 @@ def export_module(trace: RunTrace, out_dir: Path) -> list[Path]:
     args = ["*inputs"] if variadic else shape["arg_names"]
     outputs = shape["output"]
     context = {
-        "run_id": trace.run_id, "candidate_id": best["id"], "strategy": best["strategy"],
-        "result": describe.speedup_text(best), "target": trace.run["target"], "backend": trace.run["backend"],
-        "size": size, "module": module, "reference_module": reference_module, "function": function,
-        "signature": ", ".join(args), "call_args": ", ".join(args),
+        "run_id": trace.run_id,
+        "candidate_id": best["id"],
+        "strategy": best["strategy"],
+        "result": describe.speedup_text(best),
+        "target": trace.run["target"],
+        "backend": trace.run["backend"],
+        "size": size,
+        "module": module,
+        "reference_module": reference_module,
+        "function": function,
+        "signature": ", ".join(args),
+        "call_args": ", ".join(args),
         "inputs_tuple": "inputs" if variadic else f"({', '.join(args)},)",
-        "typed_signature": ", ".join(f"{a}: {CUSTOM_OP_TYPES.get(k, 'object')}" for a, k in zip(args, shape["arg_kinds"])),
-        "return_type": "_export_torch.Tensor" if outputs == "tensor" else
-        f"tuple[{', '.join(['_export_torch.Tensor'] * int(outputs.split(':')[1]))}]" if outputs.startswith("tuple:") else "object",
+        "typed_signature": ", ".join(
+            f"{a}: {CUSTOM_OP_TYPES.get(k, 'object')}" for a, k in zip(args, shape["arg_kinds"])
+        ),
+        "return_type": "_export_torch.Tensor"
+        if outputs == "tensor"
+        else f"tuple[{', '.join(['_export_torch.Tensor'] * int(outputs.split(':')[1]))}]"
+        if outputs.startswith("tuple:")
+        else "object",
         "custom_op_reason": _custom_op_reason(shape),
-        "init_inputs": repr(shape["init_inputs"]), "tolerances": EvalOptions().tolerances,
-        "problem_path": str(problem), "needs_agentkern": "agentkern" in code,
+        "init_inputs": repr(shape["init_inputs"]),
+        "tolerances": EvalOptions().tolerances,
+        "problem_path": str(problem),
+        "needs_agentkern": "agentkern" in code,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {
@@ -131,17 +148,35 @@ def export_kernelbench(trace: RunTrace, out_dir: Path) -> list[Path]:
         path = run_dir / f"level_{level}_problem_{pid}_sample_{sample_id}_kernel.py"
         atomic_write_text(path, source_of(cand))
         written.append(path)
-        samples.append({"sample_id": sample_id, "candidate": cand["id"], "status": cand["status"],
-                        "speedup": describe.speedup_text(cand) if cand["correct"] else "-"})
+        samples.append(
+            {
+                "sample_id": sample_id,
+                "candidate": cand["id"],
+                "status": cand["status"],
+                "speedup": describe.speedup_text(cand) if cand["correct"] else "-",
+            }
+        )
         results.append(_kernelbench_result(trace, sample_id, cand))
     results_path = run_dir / "eval_results.json"
     atomic_write_text(results_path, json.dumps({str(pid): results}, indent=2) + "\n")
     readme = out_dir / "README.md"
-    atomic_write_text(readme, render(
-        "export/kernelbench_README.md.j2", run_id=trace.run_id, problem_file=str(problem_file),
-        problem_path=str(problem), size=run_size(trace, best), best_id=best["id"], best_result=describe.speedup_text(best),
-        samples=samples, target=trace.run["target"], predicted=any(c["predicted"] for c in ordered), level=level,
-        needs_agentkern=any("agentkern" in (source_of(c) or "") for c in ordered)))
+    atomic_write_text(
+        readme,
+        render(
+            "export/kernelbench_README.md.j2",
+            run_id=trace.run_id,
+            problem_file=str(problem_file),
+            problem_path=str(problem),
+            size=run_size(trace, best),
+            best_id=best["id"],
+            best_result=describe.speedup_text(best),
+            samples=samples,
+            target=trace.run["target"],
+            predicted=any(c["predicted"] for c in ordered),
+            level=level,
+            needs_agentkern=any("agentkern" in (source_of(c) or "") for c in ordered),
+        ),
+    )
     return sorted([*written, results_path, readme])
 
 
@@ -152,12 +187,26 @@ def _kernelbench_result(trace: RunTrace, sample_id: int, cand: dict) -> dict:
         "sample_id": sample_id,
         "compiled": cand["status"] not in ("compile_error", "no_code"),
         "correctness": cand["correct"],
-        "metadata": {"agentkern_candidate": cand["id"], "status": cand["status"], "error": cand.get("error"),
-                     "speedup": cand.get("speedup"), "reference_ms": cand.get("reference_ms"),
-                     "predicted": cand["predicted"], "hardware": trace.run["target"], "strategy": cand["strategy"]},
+        "metadata": {
+            "agentkern_candidate": cand["id"],
+            "status": cand["status"],
+            "error": cand.get("error"),
+            "speedup": cand.get("speedup"),
+            "reference_ms": cand.get("reference_ms"),
+            "predicted": cand["predicted"],
+            "hardware": trace.run["target"],
+            "strategy": cand["strategy"],
+        },
         "runtime": cand["kernel_ms"] if cand["correct"] and cand.get("kernel_ms") is not None else -1.0,
-        "runtime_stats": {"mean": stats["mean_ms"], "std": stats["stdev_ms"], "min": stats["min_ms"],
-                          "median": stats["median_ms"], "num_trials": stats["calls"]} if stats else {},
+        "runtime_stats": {
+            "mean": stats["mean_ms"],
+            "std": stats["stdev_ms"],
+            "min": stats["min_ms"],
+            "median": stats["median_ms"],
+            "num_trials": stats["calls"],
+        }
+        if stats
+        else {},
     }
 
 

@@ -23,7 +23,9 @@ def reward(candidate: dict | None) -> tuple[float, str]:
     """(reward, what it is): measured_speedup | predicted_speedup | correct_untimed | failure."""
     if candidate is not None and candidate["correct"]:
         if candidate.get("speedup") is not None:
-            return float(candidate["speedup"]), "predicted_speedup" if candidate.get("predicted") else "measured_speedup"
+            return float(candidate["speedup"]), "predicted_speedup" if candidate.get(
+                "predicted"
+            ) else "measured_speedup"
         return UNTIMED_REWARD, "correct_untimed"
     return FAILURE_REWARD, "failure"
 
@@ -47,9 +49,22 @@ def model_call_records(trace: RunTrace) -> list[dict]:
                 cand, (value, kind) = None, (best[0], f"iteration_best ({best[1]})")
             else:
                 continue
-            out.append(_record(trace, it.number, call["agent"], cand, call["prompt"], call["reply"], value, kind,
-                               origin="model_call", model=call["model"], prompt_tokens=call["prompt_tokens"],
-                               completion_tokens=call["completion_tokens"]))
+            out.append(
+                _record(
+                    trace,
+                    it.number,
+                    call["agent"],
+                    cand,
+                    call["prompt"],
+                    call["reply"],
+                    value,
+                    kind,
+                    origin="model_call",
+                    model=call["model"],
+                    prompt_tokens=call["prompt_tokens"],
+                    completion_tokens=call["completion_tokens"],
+                )
+            )
     return out
 
 
@@ -64,26 +79,64 @@ def builtin_records(trace: RunTrace) -> list[dict]:
         if not code:
             continue
         plan = plans.get(cand["iteration"])
-        prompt = render("export/builtin_prompt.md.j2", problem=problem_source, run=trace.run, candidate=cand,
-                        plan=plan.row["summary"] if plan else "", params=json.dumps(cand.get("params") or {}))
+        prompt = render(
+            "export/builtin_prompt.md.j2",
+            problem=problem_source,
+            run=trace.run,
+            candidate=cand,
+            plan=plan.row["summary"] if plan else "",
+            params=json.dumps(cand.get("params") or {}),
+        )
         value, kind = reward(cand)
-        out.append(_record(trace, cand["iteration"], "coder", cand, prompt, code, value, kind,
-                           origin="builtin_candidate", model=trace.run["model"], prompt_tokens=0, completion_tokens=0))
+        out.append(
+            _record(
+                trace,
+                cand["iteration"],
+                "coder",
+                cand,
+                prompt,
+                code,
+                value,
+                kind,
+                origin="builtin_candidate",
+                model=trace.run["model"],
+                prompt_tokens=0,
+                completion_tokens=0,
+            )
+        )
     return out
 
 
-def _record(trace: RunTrace, iteration: int, agent: str, cand: dict | None, prompt: str, completion: str,
-            value: float, kind: str, **extra) -> dict:
+def _record(
+    trace: RunTrace,
+    iteration: int,
+    agent: str,
+    cand: dict | None,
+    prompt: str,
+    completion: str,
+    value: float,
+    kind: str,
+    **extra,
+) -> dict:
     return {
-        "run_id": trace.run_id, "problem": trace.problem_name, "target": trace.run["target"],
-        "backend": trace.run["backend"], "iteration": iteration, "agent": agent,
-        "candidate_id": cand["id"] if cand else None, "strategy": cand["strategy"] if cand else None,
-        "prompt": prompt, "completion": completion,
+        "run_id": trace.run_id,
+        "problem": trace.problem_name,
+        "target": trace.run["target"],
+        "backend": trace.run["backend"],
+        "iteration": iteration,
+        "agent": agent,
+        "candidate_id": cand["id"] if cand else None,
+        "strategy": cand["strategy"] if cand else None,
+        "prompt": prompt,
+        "completion": completion,
         # The same exchange as chat messages, the shape most trainers take.
         "messages": [{"role": "user", "content": prompt}, {"role": "assistant", "content": completion}],
-        "reward": value, "reward_kind": kind,
-        "status": cand["status"] if cand else None, "correct": cand["correct"] if cand else None,
-        "speedup": cand["speedup"] if cand else None, "predicted": cand["predicted"] if cand else None,
+        "reward": value,
+        "reward_kind": kind,
+        "status": cand["status"] if cand else None,
+        "correct": cand["correct"] if cand else None,
+        "speedup": cand["speedup"] if cand else None,
+        "predicted": cand["predicted"] if cand else None,
         **extra,
     }
 

@@ -23,8 +23,12 @@ SCALARS = (bool, int, float, str, type(None))
 def probe(problem: Path, size: str | None) -> dict:
     """{init_inputs (list, or None when not plain data), arg_names, arg_kinds, output ("tensor", "tuple:N",
     or a type name)}. A problem that cannot be imported is a UserError."""
-    proc = subprocess.run([sys.executable, "-m", "agentkern.traces.probe", str(problem), size or ""],
-                          capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentkern.traces.probe", str(problem), size or ""],
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT_S,
+    )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"cannot load the problem {problem}: {last}")
@@ -79,12 +83,16 @@ def main(problem_path: str, size: str) -> None:
     params = [p for p in inspect.signature(module.Model.forward).parameters.values() if p.name != "self"]
     variadic = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
     names = [p.name for p in params] if not variadic and len(params) == len(inputs) else []
-    print(json.dumps({
-        "init_inputs": init_inputs if _plain(init_inputs) else None,
-        "arg_names": names,
-        "arg_kinds": [_kind(x) for x in inputs],
-        "output": _output_kind(module.Model(*init_inputs).eval(), inputs),
-    }))
+    print(
+        json.dumps(
+            {
+                "init_inputs": init_inputs if _plain(init_inputs) else None,
+                "arg_names": names,
+                "arg_kinds": [_kind(x) for x in inputs],
+                "output": _output_kind(module.Model(*init_inputs).eval(), inputs),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

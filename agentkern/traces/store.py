@@ -111,13 +111,15 @@ class RunStore:
 
     def claim_run(self, run_id: str) -> None:
         """This process drives the run from now on (a new run, or one resumed)."""
-        self.db.execute("UPDATE runs SET status='running', owner=?, finished=NULL WHERE run_id=?",
-                        (process_identity(), run_id))
+        self.db.execute(
+            "UPDATE runs SET status='running', owner=?, finished=NULL WHERE run_id=?", (process_identity(), run_id)
+        )
 
     def interrupt_run(self, run_id: str, why: str) -> None:
         """The run stopped before its stop rule did (Ctrl-C, an error): say so, if it is still running."""
-        self.db.execute("UPDATE runs SET status='interrupted', stopped_because=? WHERE run_id=? AND status='running'",
-                        (why, run_id))
+        self.db.execute(
+            "UPDATE runs SET status='interrupted', stopped_because=? WHERE run_id=? AND status='running'", (why, run_id)
+        )
 
     def finish_run(self, run_id: str, stopped_because: str, best_candidate: str | None) -> None:
         self.db.execute(
@@ -125,8 +127,9 @@ class RunStore:
             (stopped_because, best_candidate, time.time(), run_id),
         )
 
-    def step(self, run_id: str, iteration: int, agent: str, summary: str, payload: dict | None = None,
-             key: str = "") -> None:
+    def step(
+        self, run_id: str, iteration: int, agent: str, summary: str, payload: dict | None = None, key: str = ""
+    ) -> None:
         """One agent step. (run, iteration, agent, key) is unique: a node replayed after a resume replaces
         its row instead of adding a second one."""
         self.db.execute(
@@ -134,14 +137,39 @@ class RunStore:
             (run_id, iteration, agent, key, time.time(), summary, _json(payload or {})),
         )
 
-    def model_call(self, run_id: str, iteration: int, agent: str, model: str, prompt: str, reply: str | None,
-                   prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
-                   latency_s: float = 0.0, error: str | None = None, retrieved: list | None = None) -> None:
+    def model_call(
+        self,
+        run_id: str,
+        iteration: int,
+        agent: str,
+        model: str,
+        prompt: str,
+        reply: str | None,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cost_usd: float = 0.0,
+        latency_s: float = 0.0,
+        error: str | None = None,
+        retrieved: list | None = None,
+    ) -> None:
         self.db.execute(
             "INSERT INTO model_calls (run_id, iteration, agent, ts, model, prompt, reply, prompt_tokens, "
             "completion_tokens, cost_usd, latency_s, error, retrieved) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (run_id, iteration, agent, time.time(), model, prompt, reply, prompt_tokens, completion_tokens,
-             cost_usd, latency_s, error, _json(retrieved or [])),
+            (
+                run_id,
+                iteration,
+                agent,
+                time.time(),
+                model,
+                prompt,
+                reply,
+                prompt_tokens,
+                completion_tokens,
+                cost_usd,
+                latency_s,
+                error,
+                _json(retrieved or []),
+            ),
         )
 
     def candidate(self, run_id: str, record: dict, evidence: dict | None = None) -> None:
@@ -152,12 +180,29 @@ class RunStore:
             "INSERT OR REPLACE INTO candidates (run_id, candidate_id, iteration, strategy, params, parent, path, "
             "status, correct, speedup, kernel_ms, reference_ms, roofline_fraction, predicted, error, verdict, ts, "
             "source, compile_log, correctness, timing) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (run_id, record["id"], record["iteration"], record["strategy"], _json(record.get("params", {})),
-             record.get("parent"), record.get("path"), record["status"], int(bool(record.get("correct"))),
-             record.get("speedup"), record.get("kernel_ms"), record.get("reference_ms"),
-             record.get("roofline_fraction"), int(bool(record.get("predicted"))), record.get("error"),
-             _json(record.get("verdict", {})), time.time(), evidence.get("source"), evidence.get("compile_log"),
-             _json_or_null(evidence.get("correctness")), _json_or_null(evidence.get("timing"))),
+            (
+                run_id,
+                record["id"],
+                record["iteration"],
+                record["strategy"],
+                _json(record.get("params", {})),
+                record.get("parent"),
+                record.get("path"),
+                record["status"],
+                int(bool(record.get("correct"))),
+                record.get("speedup"),
+                record.get("kernel_ms"),
+                record.get("reference_ms"),
+                record.get("roofline_fraction"),
+                int(bool(record.get("predicted"))),
+                record.get("error"),
+                _json(record.get("verdict", {})),
+                time.time(),
+                evidence.get("source"),
+                evidence.get("compile_log"),
+                _json_or_null(evidence.get("correctness")),
+                _json_or_null(evidence.get("timing")),
+            ),
         )
 
     # ---- reads ---------------------------------------------------------------------------------------

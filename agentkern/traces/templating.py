@@ -12,8 +12,14 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 def environment() -> Environment:
     # StrictUndefined: a name missing from the context is a bug to hear about, not an empty string in a file.
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html.j2"]),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html.j2"]),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
     env.filters["py"] = repr  # a Python literal in generated code: {{ value|py }}
     return env
 

@@ -9,11 +9,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentkern import candidates as population
 from agentkern.errors import UserError
-from agentkern.search import population
 from agentkern.traces.store import RunStore
 
-# The order of the nodes in an iteration (agentkern/graph.py). A node replayed after a resume rewrites its
+# The order of the nodes in an iteration (agentkern/loop/graph.py). A node replayed after a resume rewrites its
 # row with a new id, so ordering by id alone could put a replayed planner after the critic.
 AGENT_ORDER = {"planner": 0, "coder": 1, "compiler": 2, "profiler": 3, "critic": 4}
 JSON_CANDIDATE_FIELDS = ("params", "verdict", "correctness", "timing")
@@ -87,8 +87,14 @@ class RunTrace:
 
     def iterations(self) -> list[Iteration]:
         numbers = sorted({s.row["iteration"] for s in self.steps} | {c["iteration"] for c in self.candidates})
-        return [Iteration(n, [s for s in self.steps if s.row["iteration"] == n],
-                          [c for c in self.candidates if c["iteration"] == n]) for n in numbers]
+        return [
+            Iteration(
+                n,
+                [s for s in self.steps if s.row["iteration"] == n],
+                [c for c in self.candidates if c["iteration"] == n],
+            )
+            for n in numbers
+        ]
 
     def step(self, number: int) -> Step:
         if not 1 <= number <= len(self.steps):

@@ -51,9 +51,18 @@ def runs_table(rows: list[dict]) -> Table:
     table.add_column("stopped because", overflow="fold", min_width=24)
     for r in rows:
         best = "-" if r["best_speedup"] is None else f"{r['best_speedup']:.2f}x" + ("*" if r["predicted"] else "")
-        table.add_row(r["run_id"], _stem(r["problem"]), r["target"], r["backend"], r["model"], r["status"],
-                      str(r["iterations"]), f"{r['correct_candidates']}/{r['candidates']}", best,
-                      r["stopped_because"] or "")
+        table.add_row(
+            r["run_id"],
+            _stem(r["problem"]),
+            r["target"],
+            r["backend"],
+            r["model"],
+            r["status"],
+            str(r["iterations"]),
+            f"{r['correct_candidates']}/{r['candidates']}",
+            best,
+            r["stopped_because"] or "",
+        )
     if any(r["predicted"] for r in rows):
         table.caption = "* predicted by the cost model (the target GPU was not here), not measured"
     return table
@@ -62,12 +71,16 @@ def runs_table(rows: list[dict]) -> Table:
 def run_tree(trace: RunTrace, full: bool = False) -> Tree:
     """The whole run: iterations, their steps in graph order, and under each step what it saw and did."""
     run, best = trace.run, trace.best
-    head = Text.assemble((f"run {trace.run_id}", "bold"), f"  {trace.problem_name} on {run['target']} "
-                         f"({run['backend']}, model {run['model']})  {run['status']}")
+    head = Text.assemble(
+        (f"run {trace.run_id}", "bold"),
+        f"  {trace.problem_name} on {run['target']} ({run['backend']}, model {run['model']})  {run['status']}",
+    )
     if run.get("stopped_because"):
         head.append(f": {run['stopped_because']}")
-    head.append(f"  best: {best['id']} {describe.speedup_text(best)}" if best else "  no correct candidate",
-                style="bold green" if best else "bold yellow")
+    head.append(
+        f"  best: {best['id']} {describe.speedup_text(best)}" if best else "  no correct candidate",
+        style="bold green" if best else "bold yellow",
+    )
     tree = Tree(head)
     for iteration in trace.iterations():
         branch = tree.add(Text(f"iteration {iteration.number}", style="bold cyan"))
@@ -95,9 +108,13 @@ def add_step(parent: Tree, trace: RunTrace, step: Step, limit: int | None) -> No
         _calls(node, trace, step, limit)
         if not step.calls:
             for draft in step.payload.get("drafts", []):
-                node.add(Text(f"{draft.get('id')}: {draft.get('strategy')}  params {json.dumps(draft.get('params'))}"
-                              + (f"  parent {draft['parent']}" if draft.get("parent") else "")
-                              + (f"  error: {draft['error']}" if draft.get("error") else "")))
+                node.add(
+                    Text(
+                        f"{draft.get('id')}: {draft.get('strategy')}  params {json.dumps(draft.get('params'))}"
+                        + (f"  parent {draft['parent']}" if draft.get("parent") else "")
+                        + (f"  error: {draft['error']}" if draft.get("error") else "")
+                    )
+                )
     elif step.agent == "compiler":
         _compiler(node, trace, step, limit)
     elif step.agent == "profiler":
@@ -114,9 +131,14 @@ def _calls(node: Tree, trace: RunTrace, step: Step, limit: int | None) -> None:
         made = {call["id"]: cand["id"] for call, cand in zip(trace.coder_calls(iteration), candidates)}
     for k, call in enumerate(step.calls, start=1):
         became = f" -> candidate {made[call['id']]}" if call["id"] in made else ""
-        sub = node.add(Text(f"model call {k}{became}: {call['model']}, {call['prompt_tokens']}+"
-                            f"{call['completion_tokens']} tokens, ${call['cost_usd'] or 0:.4f}, "
-                            f"{call['latency_s'] or 0:.1f} s", style="blue"))
+        sub = node.add(
+            Text(
+                f"model call {k}{became}: {call['model']}, {call['prompt_tokens']}+"
+                f"{call['completion_tokens']} tokens, ${call['cost_usd'] or 0:.4f}, "
+                f"{call['latency_s'] or 0:.1f} s",
+                style="blue",
+            )
+        )
         sub.add(_block("prompt", call["prompt"] or "", "markdown", limit, step))
         if call.get("error"):
             sub.add(Text(f"error: {call['error']}", style="red"))
@@ -140,17 +162,26 @@ def _compiler(node: Tree, trace: RunTrace, step: Step, limit: int | None) -> Non
     elif candidate.get("path") or candidate.get("source"):
         node.add(Text(f"{heading}: no change", style="dim"))
     log = candidate.get("compile_log")
-    why_none = ("none kept (the harness keeps logs of failures only)" if candidate["status"] == "ok"
-                else "not in the store (recorded before it kept compiler output)")
-    node.add(_block("compiler output", log, "text", limit, step) if log
-             else Text(f"compiler output: {why_none}", style="dim"))
+    why_none = (
+        "none kept (the harness keeps logs of failures only)"
+        if candidate["status"] == "ok"
+        else "not in the store (recorded before it kept compiler output)"
+    )
+    node.add(
+        _block("compiler output", log, "text", limit, step)
+        if log
+        else Text(f"compiler output: {why_none}", style="dim")
+    )
     node.add(_block("correctness", "\n".join(describe.correctness_lines(candidate)), "yaml", limit, step))
 
 
 def _profiler(node: Tree, step: Step, limit: int | None) -> None:
     if "counters" in step.payload:
-        node.add(_block("hardware counters", "\n".join(describe.counters_lines(step.payload["counters"])), "yaml",
-                        limit, step))
+        node.add(
+            _block(
+                "hardware counters", "\n".join(describe.counters_lines(step.payload["counters"])), "yaml", limit, step
+            )
+        )
     elif step.candidate is not None:
         node.add(_block("timing", "\n".join(describe.timing_lines(step.candidate)), "yaml", limit, step))
 
@@ -158,8 +189,10 @@ def _profiler(node: Tree, step: Step, limit: int | None) -> None:
 def _block(title: str, text: str, lexer: str, limit: int | None, step: Step | None) -> RenderableType:
     lines = text.rstrip("\n").splitlines()
     shown = lines if limit is None else lines[:limit]
-    parts: list[RenderableType] = [Text(title, style="bold"),
-                                   Syntax("\n".join(shown), lexer, theme=THEME, word_wrap=True, background_color="default")]
+    parts: list[RenderableType] = [
+        Text(title, style="bold"),
+        Syntax("\n".join(shown), lexer, theme=THEME, word_wrap=True, background_color="default"),
+    ]
     if len(shown) < len(lines):
         where = f" (agentkern traces show {step.row['run_id']} --step {step.number} shows all)" if step else ""
         parts.append(Text(f"... {len(lines) - len(shown)} more lines{where}", style="dim italic"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentkern.search import population
+from agentkern import candidates as population
 
 
 def knowledge(deps) -> list[dict]:

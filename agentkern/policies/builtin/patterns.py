@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from agentkern.builtin.ir import GEMM, REDUCE, UNARY, N, Unsupported, _scalar
+from agentkern.policies.builtin.ir import GEMM, REDUCE, UNARY, N, Unsupported, _scalar
 
 POWERS = {1, 2, 3, 0.5, -0.5, -1}
 
@@ -118,8 +118,10 @@ def _binary(n: N, names: Names) -> tuple[dict, N]:
     else:
         raise Unsupported(f"{n.op} of two parameters")
     if tuple(main.shape or ()) != tuple(n.shape or ()):
-        raise Unsupported(f"{n.op} broadcasts {skip(main)!r} to {list(n.shape or ())}: only last-dim "
-                          "reductions feeding softmax/norm patterns are recognised")
+        raise Unsupported(
+            f"{n.op} broadcasts {skip(main)!r} to {list(n.shape or ())}: only last-dim "
+            "reductions feeding softmax/norm patterns are recognised"
+        )
     op = n.op
     if op == "pow":
         if swapped or not _scalar(other) or float(other) not in POWERS:
@@ -160,7 +162,7 @@ def _residual_sum(x: N) -> tuple[int, int] | None:
 def _norm(n: N, names: Names) -> tuple[str, dict]:
     x, w, b = n.args
     ns = list(n.attrs["normalized_shape"])
-    if list(x.shape[len(x.shape) - len(ns):]) != ns:
+    if list(x.shape[len(x.shape) - len(ns) :]) != ns:
         raise Unsupported(f"{n.op} over {ns} of a tensor of shape {list(x.shape)}")
     family = "layernorm" if n.op == "layer_norm" else "rmsnorm"
     attrs = {"eps": n.attrs["eps"], "affine": w is not None, "bias": b is not None, "normalized_shape": ns}
@@ -278,10 +280,17 @@ def _attention(n: N) -> tuple[str, dict]:
         raise Unsupported("attention of tensors with unknown or fewer than 2 dims")
     (*qb, _, d), (*kb, skv, dk), (*vb, sv, _) = shapes
     if not (qb == kb == vb) or dk != d or sv != skv:
-        raise Unsupported(f"attention with broadcast or mismatched shapes q{list(shapes[0])} k{list(shapes[1])} v{list(shapes[2])}")
+        raise Unsupported(
+            f"attention with broadcast or mismatched shapes q{list(shapes[0])} k{list(shapes[1])} v{list(shapes[2])}"
+        )
     scale = n.attrs["scale"] if n.attrs["scale"] is not None else 1.0 / math.sqrt(d)
-    return "attention", {"causal": n.attrs["causal"], "scale": scale, "q": _input(q, "attention"),
-                         "k": _input(k, "attention"), "v": _input(v, "attention")}
+    return "attention", {
+        "causal": n.attrs["causal"],
+        "scale": scale,
+        "q": _input(q, "attention"),
+        "k": _input(k, "attention"),
+        "v": _input(v, "attention"),
+    }
 
 
 def _core(n: N, names: Names):
@@ -301,8 +310,13 @@ def _core(n: N, names: Names):
         found = _handwritten_rms(n)
         if found:
             x, eps = found
-            attrs = {"eps": eps, "affine": False, "bias": False, "normalized_shape": [x.shape[-1]],
-                     "input": _input(x, "rmsnorm")}
+            attrs = {
+                "eps": eps,
+                "affine": False,
+                "bias": False,
+                "normalized_shape": [x.shape[-1]],
+                "input": _input(x, "rmsnorm"),
+            }
             return "rmsnorm", attrs, []
     return None
 
@@ -345,12 +359,17 @@ def match(out: N) -> dict:
     used |= {attrs[k]["param"] for k in ("a", "b") if k in attrs and "param" in attrs[k]}
     if family in ("layernorm", "rmsnorm"):
         used |= {k for k in ("weight", "bias") if attrs["affine" if k == "weight" else "bias"]}
-    return {"family": family, "attrs": attrs, "epilogue": chain,
-            "param_paths": {k: v for k, v in names.paths.items() if k in used}}
+    return {
+        "family": family,
+        "attrs": attrs,
+        "epilogue": chain,
+        "param_paths": {k: v for k, v in names.paths.items() if k in used},
+    }
 
 
 def _fold_affine(family: str, attrs: dict, chain: list, names: Names) -> None:
     """norm(x) * w [+ b] with w, b last-dim parameters: the norm's own affine (and linear's bias naming)."""
+
     def is_param(step, op):
         return step.get("op") == op and step.get("bcast") == "lastdim" and "param" in step
 

@@ -27,23 +27,37 @@ from agentkern.problems import load_problem
 from agentkern.types import EvalOptions, EvalResult
 
 
-def compile_baseline(problem: str | Path, target: str = "cpu", options: EvalOptions | None = None,
-                     keep_workdir: bool = False) -> EvalResult:
+def compile_baseline(
+    problem: str | Path, target: str = "cpu", options: EvalOptions | None = None, keep_workdir: bool = False
+) -> EvalResult:
     opts = options or EvalOptions()
     prob = load_problem(str(problem))
     tgt = T.get_target(target)
     size, size_note = problem_size(prob, opts, tgt)
-    base = {"backend": "torch.compile", "target": tgt.name, "problem": str(prob.path), "size": size,
-            **({"size_note": size_note} if size_note else {})}
+    base = {
+        "backend": "torch.compile",
+        "target": tgt.name,
+        "problem": str(prob.path),
+        "size": size,
+        **({"size_note": size_note} if size_note else {}),
+    }
     if not T.is_present(tgt):
-        return EvalResult("unverified", False, error=f"no {tgt.display_name} on this machine: torch.compile not timed",
-                          details=base)
+        return EvalResult(
+            "unverified", False, error=f"no {tgt.display_name} on this machine: torch.compile not timed", details=base
+        )
     device = "cpu" if tgt.kind == "cpu" else "cuda"
     seeds = _seeds(opts)
     request = {
-        "mode": "baseline", "problem_path": str(prob.path), "backend": "torch.compile", "device": device,
-        "timing": "measure" if opts.check_timing else "not requested", "size": size, "options": asdict(opts),
-        "seeds": seeds, "timing_seed": seeds[-1] + 10_000, "flush_bytes": _flush_bytes(tgt, device),
+        "mode": "baseline",
+        "problem_path": str(prob.path),
+        "backend": "torch.compile",
+        "device": device,
+        "timing": "measure" if opts.check_timing else "not requested",
+        "size": size,
+        "options": asdict(opts),
+        "seeds": seeds,
+        "timing_seed": seeds[-1] + 10_000,
+        "flush_bytes": _flush_bytes(tgt, device),
     }
     workdir = home() / "baselines" / f"{time.strftime('%Y%m%d-%H%M%S')}-{prob.path.stem}-{secrets.token_hex(4)}"
     env = _env(device, "torch", opts.threads, workdir)
@@ -55,9 +69,15 @@ def compile_baseline(problem: str | Path, target: str = "cpu", options: EvalOpti
         result = EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log})
     else:
         raw = outcome.result
-        result = EvalResult(raw["status"], bool(raw.get("correct")), speedup=raw.get("speedup"),
-                            reference_ms=raw.get("reference_ms"), kernel_ms=raw.get("kernel_ms"),
-                            error=one_line(raw.get("error")), details={**base, **raw.get("details", {})})
+        result = EvalResult(
+            raw["status"],
+            bool(raw.get("correct")),
+            speedup=raw.get("speedup"),
+            reference_ms=raw.get("reference_ms"),
+            kernel_ms=raw.get("kernel_ms"),
+            error=one_line(raw.get("error")),
+            details={**base, **raw.get("details", {})},
+        )
     result.details["wall_s"] = round(outcome.wall_s, 3)
     if not keep_workdir and result.status == "ok":
         shutil.rmtree(workdir, ignore_errors=True)

@@ -16,7 +16,10 @@ def _ms(value: float | None) -> str:
 def print_eval(console: Console, result: EvalResult) -> None:
     d = result.details
     style = STYLE.get(result.status, "bold red")
-    console.print(f"[{style}]{result.status}[/]  {d.get('backend', '?')} kernel on {d.get('target', '?')} ({d.get('device', '?')})", highlight=False)
+    console.print(
+        f"[{style}]{result.status}[/]  {d.get('backend', '?')} kernel on {d.get('target', '?')} ({d.get('device', '?')})",
+        highlight=False,
+    )
     if result.error:
         console.print(f"  {result.error}", highlight=False)
     if d.get("size_note"):
@@ -24,7 +27,10 @@ def print_eval(console: Console, result: EvalResult) -> None:
     if result.correct:
         seeds = d.get("seeds") or []
         shown = ", ".join(str(s) for s in seeds[:2]) + (", ..." if len(seeds) > 2 else "")
-        console.print(f"  correct over {d.get('trials', '?')} trials (seeds {shown}), max abs diff {d.get('max_abs_diff', 0):.3g}", highlight=False)
+        console.print(
+            f"  correct over {d.get('trials', '?')} trials (seeds {shown}), max abs diff {d.get('max_abs_diff', 0):.3g}",
+            highlight=False,
+        )
     timing = d.get("timing") or {}
     if "unavailable" in timing:
         console.print(f"  timing: {timing['unavailable']}", highlight=False)

@@ -15,9 +15,9 @@ import ast
 import itertools
 from pathlib import Path
 
-from agentkern.builtin.ir import MODULES, N, Unsupported, dtype_name, eager_kernels, lower
-from agentkern.builtin.patterns import match
 from agentkern.helpers import parse_python
+from agentkern.policies.builtin.ir import MODULES, N, Unsupported, dtype_name, eager_kernels, lower
+from agentkern.policies.builtin.patterns import match
 
 
 def analyze_request(request: dict) -> dict:
@@ -39,11 +39,17 @@ def analyze(problem_path: str, size: str | None = None) -> dict:
     inputs = list(module.get_inputs())
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
     spec = {
-        "family": None, "reason": None,
+        "family": None,
+        "reason": None,
         "dtype": dtype_name(next((t.dtype for t in tensors if t.is_floating_point()), torch.float32)),
         "input_shapes": [list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
-        "output_shape": None, "init_args": [_jsonable(a) for a in init], "attrs": {}, "epilogue": [],
-        "param_paths": {}, "model_source": model_source(problem_path, overrides=sized), "frontend": None,
+        "output_shape": None,
+        "init_args": [_jsonable(a) for a in init],
+        "attrs": {},
+        "epilogue": [],
+        "param_paths": {},
+        "model_source": model_source(problem_path, overrides=sized),
+        "frontend": None,
         "size": size if sized else None,
     }
     if len(tensors) != len(inputs):
@@ -59,7 +65,9 @@ def analyze(problem_path: str, size: str | None = None) -> dict:
             reasons.append(str(exc))
             continue
         except Exception as exc:  # noqa: BLE001 - fx cannot trace data-dependent control flow, ...
-            reasons.append(f"{frontend} trace failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            reasons.append(
+                f"{frontend} trace failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            )
             continue
         spec.update(found, frontend=frontend, output_shape=list(out.shape), eager_ops=eager_kernels(out))
         return spec
@@ -130,13 +138,21 @@ def _fx_graph(model, inputs) -> N:
             lowering = MODULES.get(type(mod).__name__)
             args = conv(node.args)
             if lowering is None:
-                env[node] = N("unsupported", [a for a in args if isinstance(a, N)],
-                              {"name": f"module {type(mod).__name__}", "why": "no template for it"}, shape)
+                env[node] = N(
+                    "unsupported",
+                    [a for a in args if isinstance(a, N)],
+                    {"name": f"module {type(mod).__name__}", "why": "no template for it"},
+                    shape,
+                )
                 continue
 
             def P(attr, mod=mod, prefix=node.target):
                 t = getattr(mod, attr, None)
-                return None if t is None else N("param", attrs={"path": f"{prefix}.{attr}"}, shape=tuple(t.shape), dtype=dtype_name(t.dtype))
+                return (
+                    None
+                    if t is None
+                    else N("param", attrs={"path": f"{prefix}.{attr}"}, shape=tuple(t.shape), dtype=dtype_name(t.dtype))
+                )
 
             name, args, kw = lowering(mod, args[0], P)
             env[node] = lower(name, args, kw, shape, dtype)
@@ -151,7 +167,9 @@ def _fx_param(model, path: str, shape, dtype) -> N:
     for part in path.split("."):
         obj = getattr(obj, part, None)
     if obj is None:
-        return N("unsupported", attrs={"name": "a tensor constant", "why": "not an attribute of the model"}, shape=shape)
+        return N(
+            "unsupported", attrs={"name": "a tensor constant", "why": "not an attribute of the model"}, shape=shape
+        )
     return N("param", attrs={"path": path}, shape=shape, dtype=dtype_name(dtype))
 
 
@@ -166,12 +184,14 @@ def _dispatch_graph(model, inputs) -> N:
         env[id(t)] = N("input", attrs={"index": i}, shape=tuple(t.shape), dtype=dtype_name(t.dtype))
     for tid, name in _named_tensors(model).items():
         env.setdefault(tid, N("param", attrs={"path": name}))
-    for name, t in itertools.chain(model.named_parameters(), model.named_buffers()):
+    for _name, t in itertools.chain(model.named_parameters(), model.named_buffers()):
         env[id(t)].shape, env[id(t)].dtype = tuple(t.shape), dtype_name(t.dtype)
 
     def conv(a):
         if isinstance(a, torch.Tensor):
-            return env.get(id(a)) or N("unsupported", attrs={"name": "a tensor made inside forward", "why": "constant"}, shape=tuple(a.shape))
+            return env.get(id(a)) or N(
+                "unsupported", attrs={"name": "a tensor made inside forward", "why": "constant"}, shape=tuple(a.shape)
+            )
         if isinstance(a, (list, tuple)):
             return type(a)(conv(x) for x in a) if not isinstance(a, torch.Size) else list(a)
         if isinstance(a, dict):

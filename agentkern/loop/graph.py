@@ -10,8 +10,9 @@ from functools import partial
 
 from langgraph.graph import END, START, StateGraph
 
-from agentkern.agents import coder, compiler, critic, planner, profiler
-from agentkern.state import RunState
+from agentkern.loop.nodes import coder, critic, planner, profiler
+from agentkern.loop.nodes import evaluator as compiler
+from agentkern.loop.state import RunState
 
 
 def after_critic(state: RunState) -> str:
@@ -20,8 +21,13 @@ def after_critic(state: RunState) -> str:
 
 def build_graph(deps, checkpointer=None):
     graph = StateGraph(RunState)
-    for name, node in (("planner", planner.run), ("coder", coder.run), ("compiler", compiler.run),
-                       ("profiler", profiler.run), ("critic", critic.run)):
+    for name, node in (
+        ("planner", planner.run),
+        ("coder", coder.run),
+        ("compiler", compiler.run),
+        ("profiler", profiler.run),
+        ("critic", critic.run),
+    ):
         graph.add_node(name, partial(node, deps=deps))
     graph.add_edge(START, "planner")
     graph.add_edge("planner", "coder")

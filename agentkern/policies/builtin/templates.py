@@ -11,15 +11,22 @@ from __future__ import annotations
 import json
 import math
 import struct
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from agentkern.config import dataset_dir
 
 # Spec family -> template directory. log_softmax shares softmax's; matmul, linear and bmm share one GEMM.
 TEMPLATE_OF = {
-    "softmax": "softmax", "log_softmax": "softmax", "layernorm": "layernorm", "rmsnorm": "rmsnorm",
-    "reduce": "reduce", "elementwise": "elementwise", "matmul": "matmul", "linear": "matmul", "bmm": "matmul",
+    "softmax": "softmax",
+    "log_softmax": "softmax",
+    "layernorm": "layernorm",
+    "rmsnorm": "rmsnorm",
+    "reduce": "reduce",
+    "elementwise": "elementwise",
+    "matmul": "matmul",
+    "linear": "matmul",
+    "bmm": "matmul",
     "attention": "attention",
 }
 
@@ -48,7 +55,7 @@ def _template_name(family: str) -> str:
     return TEMPLATE_OF[family]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _meta_cached(path: str) -> dict:
     meta = json.loads(Path(path).read_text())
     params, default, stage = meta["params"], meta["default"], meta["stage"]
@@ -74,11 +81,15 @@ def _runs_here(meta: dict, name: str, value, features: frozenset | None) -> bool
     return need is None or features is None or need in features
 
 
-def param_space(family: str, backend: str = "cpp", stage_max: int = 3,
-                features: frozenset | None = None) -> dict[str, list]:
+def param_space(
+    family: str, backend: str = "cpp", stage_max: int = 3, features: frozenset | None = None
+) -> dict[str, list]:
     meta = _meta(family, backend)
-    return {k: [x for x in v if _runs_here(meta, k, x, features)]
-            for k, v in meta["params"].items() if meta["stage"][k] <= stage_max}
+    return {
+        k: [x for x in v if _runs_here(meta, k, x, features)]
+        for k, v in meta["params"].items()
+        if meta["stage"][k] <= stage_max
+    }
 
 
 def default_params(family: str, backend: str = "cpp", features: frozenset | None = None) -> dict:
@@ -131,13 +142,17 @@ def _raise(message: str):
     raise TemplateError(message)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _environment(root: str):
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(root), undefined=jinja2.StrictUndefined, trim_blocks=True,
-        lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
+        loader=jinja2.FileSystemLoader(root),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
     )
     env.filters["cfloat"] = cfloat
     env.filters["tlfloat"] = tlfloat
@@ -151,10 +166,10 @@ def _environment(root: str):
 def describe_chain(chain: list[dict], value: str = "v") -> str:
     """The chain as an expression, for docstrings: relu(v * 2.0) + bias."""
     for s in chain:
-        other = (repr(s["scalar"]) if "scalar" in s else f"input{s['input']}" if "input" in s else s.get("param", ""))
+        other = repr(s["scalar"]) if "scalar" in s else f"input{s['input']}" if "input" in s else s.get("param", "")
         op = s["op"]
         if op in ("add", "sub", "mul", "div"):
-            value = f"({value} {dict(add='+', sub='-', mul='*', div='/')[op]} {other})"
+            value = f"({value} { {'add': '+', 'sub': '-', 'mul': '*', 'div': '/'}[op] } {other})"
         elif op in ("rsub", "rdiv"):
             value = f"({other} {'-' if op == 'rsub' else '/'} {value})"
         elif op == "pow":
@@ -176,8 +191,10 @@ def summary(spec: dict) -> str:
     elif fam == "reduce":
         core = f"x.{a['op']}(dim=-1{', keepdim=True' if a['keepdim'] else ''})"
     elif fam == "attention":
-        core = (f"softmax(input{a['q']} @ input{a['k']}^T * {a['scale']:.6g}{', causal' if a['causal'] else ''})"
-                f" @ input{a['v']}")
+        core = (
+            f"softmax(input{a['q']} @ input{a['k']}^T * {a['scale']:.6g}{', causal' if a['causal'] else ''})"
+            f" @ input{a['v']}"
+        )
     elif fam == "elementwise":
         return describe_chain(a["chain"], f"input{a['input']}")
     else:
@@ -224,8 +241,10 @@ def render(spec: dict, params: dict | None = None, backend: str = "cpp") -> str:
         raise TemplateError(f"nothing to render: the problem was not recognised ({spec.get('reason')})")
     dtype = spec.get("dtype")
     if dtype != "float32" and not (dtype in HALF_TYPES and family in GEMM_FAMILIES and backend == "cpp"):
-        raise TemplateError(f"the {backend} {family} template supports float32 only, the problem uses {dtype}"
-                            + (" (fp16/bf16: only the C++ GEMM)" if dtype in HALF_TYPES else ""))
+        raise TemplateError(
+            f"the {backend} {family} template supports float32 only, the problem uses {dtype}"
+            + (" (fp16/bf16: only the C++ GEMM)" if dtype in HALF_TYPES else "")
+        )
     if "residual" in spec["attrs"] and (family, backend) != ("layernorm", "cpp"):
         raise TemplateError(f"no {backend} {family} template reads a residual sum (only the C++ layernorm does)")
     template = _template_name(family)
@@ -236,6 +255,11 @@ def render(spec: dict, params: dict | None = None, backend: str = "cpp") -> str:
         raise TemplateError(f"the {dtype} GEMM template takes two input matrices and no tensor operands")
     env = _environment(str(template_dir()))
     return env.get_template(f"{template}/{backend}.py.j2").render(
-        spec=spec, p=p, chain=chain, operands=operands, template=template, summary=summary(spec),
+        spec=spec,
+        p=p,
+        chain=chain,
+        operands=operands,
+        template=template,
+        summary=summary(spec),
         params_text=json.dumps(p, sort_keys=True),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentkern.agents.planner import context
+from agentkern.loop.nodes.planner import context
 
 
 def run(state: dict, deps) -> dict:
@@ -15,7 +15,12 @@ def run(state: dict, deps) -> dict:
     tokens = sum(d.pop("tokens", 0) for d in drafts)
     cost = sum(d.pop("cost_usd", 0.0) for d in drafts)
     summary = ", ".join(d["strategy"] for d in drafts)
-    deps.store.step(deps.run_id, iteration, "coder", f"{len(drafts)} candidate(s): {summary}",
-                    {"drafts": [{k: v for k, v in d.items() if k != "source"} for d in drafts]})
+    deps.store.step(
+        deps.run_id,
+        iteration,
+        "coder",
+        f"{len(drafts)} candidate(s): {summary}",
+        {"drafts": [{k: v for k, v in d.items() if k != "source"} for d in drafts]},
+    )
     deps.on_event("coder", {"iteration": iteration, "drafts": drafts})
     return {"drafts": drafts, "tokens": state.get("tokens", 0) + tokens, "cost_usd": state.get("cost_usd", 0.0) + cost}

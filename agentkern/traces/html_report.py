@@ -13,8 +13,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from agentkern import __version__
+from agentkern.candidates import family_of
 from agentkern.helpers import atomic_write_text
-from agentkern.search.population import family_of
 from agentkern.traces import charts, describe
 from agentkern.traces.templating import render
 from agentkern.traces.trace import RunTrace, source_of
@@ -53,12 +53,16 @@ def context(trace: RunTrace) -> dict:
         "status_colours": charts.STATUS_COLOURS,
         "best_chart": charts.best_so_far(best_per_iteration(trace)),
         "population_chart": charts.population(cands, families),
-        "verdict_chart": charts.bars([(s, n, charts.STATUS_COLOURS.get(s, charts.OTHER_COLOUR))
-                                      for s, n in statuses.most_common()]),
+        "verdict_chart": charts.bars(
+            [(s, n, charts.STATUS_COLOURS.get(s, charts.OTHER_COLOUR)) for s, n in statuses.most_common()]
+        ),
         "usage": usage,
-        "tokens_chart": charts.bars([(a, u["tokens"], "#1565c0") for a, u in usage.items()], unit=" tok") if usage else None,
+        "tokens_chart": charts.bars([(a, u["tokens"], "#1565c0") for a, u in usage.items()], unit=" tok")
+        if usage
+        else None,
         "cost_chart": charts.bars([(a, round(u["cost_usd"], 6), "#6a1b9a") for a, u in usage.items()], unit=" USD")
-        if usage and any(u["cost_usd"] for u in usage.values()) else None,
+        if usage and any(u["cost_usd"] for u in usage.values())
+        else None,
         "describe": describe,
         "when": _when,
         "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -81,8 +85,18 @@ def agent_usage(calls: list[dict]) -> dict[str, dict]:
     """Per agent: calls, failed calls, tokens in and out, cost, time waiting for the model."""
     usage: dict[str, dict] = {}
     for call in calls:
-        u = usage.setdefault(call["agent"], {"calls": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                             "tokens": 0, "cost_usd": 0.0, "latency_s": 0.0})
+        u = usage.setdefault(
+            call["agent"],
+            {
+                "calls": 0,
+                "errors": 0,
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "tokens": 0,
+                "cost_usd": 0.0,
+                "latency_s": 0.0,
+            },
+        )
         u["calls"] += 1
         u["errors"] += bool(call.get("error"))
         u["prompt_tokens"] += call["prompt_tokens"] or 0

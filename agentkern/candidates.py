@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 def family_of(strategy: str) -> str:
-    """"softmax:online/vec8" -> "softmax:online": the part before the last '/' names the family."""
+    """ "softmax:online/vec8" -> "softmax:online": the part before the last '/' names the family."""
     return strategy.rsplit("/", 1)[0]
 
 
@@ -42,5 +42,13 @@ def speedup_at_k(candidates: list[dict], k: int | None = None) -> float:
 def summary(candidates: list[dict], limit: int = 8) -> list[dict]:
     """What the planner and critic see: the elites, best first, in a few fields."""
     ranked = sorted(elites(candidates).values(), key=lambda c: -c["speedup"])[:limit]
-    return [{"id": c["id"], "strategy": c["strategy"], "params": c.get("params", {}), "speedup": c["speedup"],
-             "roofline_fraction": c.get("roofline_fraction")} for c in ranked]
+    return [
+        {
+            "id": c["id"],
+            "strategy": c["strategy"],
+            "params": c.get("params", {}),
+            "speedup": c["speedup"],
+            "roofline_fraction": c.get("roofline_fraction"),
+        }
+        for c in ranked
+    ]

@@ -13,8 +13,18 @@ import time
 
 from agentkern.bench.metrics import suite_metrics
 
-ROW_KEYS = ("name", "status", "reason", "speedup_eager", "speedup_compile", "roofline_fraction", "kernel_path",
-            "candidates", "correct_candidates", "run_id")
+ROW_KEYS = (
+    "name",
+    "status",
+    "reason",
+    "speedup_eager",
+    "speedup_compile",
+    "roofline_fraction",
+    "kernel_path",
+    "candidates",
+    "correct_candidates",
+    "run_id",
+)
 
 
 def build_report(suite_name: str, target: str, opts, rows: list[dict]) -> dict:
@@ -65,23 +75,32 @@ def progress_line(i: int, total: int, row: dict) -> str:
 
 def markdown(report: dict) -> str:
     m = report["metrics"]
-    lines = [f"## agentkern bench {report['suite']} on {report['target']}", "",
-             "| problem | status | vs eager | vs torch.compile | of roofline | correct / candidates | kernel or reason |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"## agentkern bench {report['suite']} on {report['target']}",
+        "",
+        "| problem | status | vs eager | vs torch.compile | of roofline | correct / candidates | kernel or reason |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in report["problems"]:
         star = "*" if r.get("predicted") else ""
         what = r["kernel_path"] if r["status"] == "ok" else r.get("reason")
         if r["status"] == "ok" and r.get("compile_note") and r.get("speedup_compile") is None:
             what = f"{what} ({r['compile_note']})"
-        lines.append(f"| {_cell(r['name'])} | {r['status']} | {_x(r['speedup_eager'])}{star if r['speedup_eager'] else ''} | "
-                     f"{_x(r['speedup_compile'])} | {_pct(r['roofline_fraction'])} | "
-                     f"{r['correct_candidates']} / {r['candidates']} | {_cell(what)} |")
+        lines.append(
+            f"| {_cell(r['name'])} | {r['status']} | {_x(r['speedup_eager'])}{star if r['speedup_eager'] else ''} | "
+            f"{_x(r['speedup_compile'])} | {_pct(r['roofline_fraction'])} | "
+            f"{r['correct_candidates']} / {r['candidates']} | {_cell(what)} |"
+        )
     k = m["k"]
-    lines += ["", f"Metrics over {m['problems']} problems (speedups vs {'torch.compile' if m['baseline'] == 'compile' else 'eager PyTorch'}):", "",
-              "| fast_0 | fast_1 | fast_1.5 | fast_2 | pass@%d | speedup@%d | geomean speedup |" % (k, k),
-              "|---|---|---|---|---|---|---|",
-              f"| {_pct(m['fast_0'])} | {_pct(m['fast_1'])} | {_pct(m['fast_1_5'])} | {_pct(m['fast_2'])} | "
-              f"{_num(m['pass_at_k'])} | {_x(m['speedup_at_k'])} | {_x(m['geomean_speedup'])} |"]
+    lines += [
+        "",
+        f"Metrics over {m['problems']} problems (speedups vs {'torch.compile' if m['baseline'] == 'compile' else 'eager PyTorch'}):",
+        "",
+        f"| fast_0 | fast_1 | fast_1.5 | fast_2 | pass@{k} | speedup@{k} | geomean speedup |",
+        "|---|---|---|---|---|---|---|",
+        f"| {_pct(m['fast_0'])} | {_pct(m['fast_1'])} | {_pct(m['fast_1_5'])} | {_pct(m['fast_2'])} | "
+        f"{_num(m['pass_at_k'])} | {_x(m['speedup_at_k'])} | {_x(m['geomean_speedup'])} |",
+    ]
     if report.get("predicted"):
         lines += ["", "* predicted by the roofline cost model, not measured: the target GPU was not on this machine."]
     return "\n".join(lines) + "\n"

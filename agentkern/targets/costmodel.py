@@ -118,8 +118,10 @@ def _gemm_ms(target: Target, spec: dict, p: dict, notes: list[str]) -> float | N
     threads = warps * 32
     smem = stages * (bm * bk + bk * bn) * FP32
     if smem > _smem_per_block_bytes(target):
-        notes.append(f"needs {smem / 1024:.0f} KiB of shared memory per block; {target.display_name} allows "
-                     f"{_smem_per_block_bytes(target) / 1024:.0f} KiB (Triton fails with OutOfResources)")
+        notes.append(
+            f"needs {smem / 1024:.0f} KiB of shared memory per block; {target.display_name} allows "
+            f"{_smem_per_block_bytes(target) / 1024:.0f} KiB (Triton fails with OutOfResources)"
+        )
         return None
     acc = bm * bn / threads
     efficiency = _spill_factor(acc, notes)

@@ -66,12 +66,19 @@ class LiveProgress:
         table = Table(title=None, expand=False)
         for col in ("candidate", "strategy", "status", "speedup", "roofline"):
             table.add_column(col)
-        best = max((r for r in self.rows if r.get("correct") and r.get("speedup")), key=lambda r: r["speedup"], default=None)
+        best = max(
+            (r for r in self.rows if r.get("correct") and r.get("speedup")), key=lambda r: r["speedup"], default=None
+        )
         for r in self.rows[-15:]:
             style = "bold green" if best is r else ""
-            table.add_row(r["id"], r["strategy"][:60], r["status"],
-                          _speed(r),
-                          "" if r.get("roofline_fraction") is None else f"{r['roofline_fraction']:.0%}", style=style)
+            table.add_row(
+                r["id"],
+                r["strategy"][:60],
+                r["status"],
+                _speed(r),
+                "" if r.get("roofline_fraction") is None else f"{r['roofline_fraction']:.0%}",
+                style=style,
+            )
         status = f"best {_speed(best)} ({best['id']})" if best else "no correct candidate yet"
         usage = f"  tokens {self.tokens}  ${self.cost:.4f}" if self.tokens else ""
         head = Text(f"{self.title}  iteration {self.iteration}  [{self.agent}]  {status}{usage}")
@@ -81,8 +88,10 @@ class LiveProgress:
         return Group(*parts)
 
 
-PREDICTED_NOTE = ("predicted by the roofline cost model, not measured: the target GPU is not on this machine "
-                  "(correctness checked in the Triton interpreter)")
+PREDICTED_NOTE = (
+    "predicted by the roofline cost model, not measured: the target GPU is not on this machine "
+    "(correctness checked in the Triton interpreter)"
+)
 
 
 def _speed(c: dict) -> str:

@@ -8,7 +8,7 @@ stage does it count towards patience.
 
 from __future__ import annotations
 
-from agentkern.search import population
+from agentkern import candidates as population
 
 LAST_STAGE = 3
 
@@ -32,26 +32,37 @@ def bottleneck(r: dict) -> str:
     fraction, bound = r.get("roofline_fraction"), r.get("bound")
     if fraction and bound:
         if bound == "memory":
-            advice = ("near the bandwidth limit: only moving fewer bytes (fusion, one pass) helps" if fraction >= 0.6
-                      else "far from the bandwidth limit: too few bytes in flight or extra passes over memory")
+            advice = (
+                "near the bandwidth limit: only moving fewer bytes (fusion, one pass) helps"
+                if fraction >= 0.6
+                else "far from the bandwidth limit: too few bytes in flight or extra passes over memory"
+            )
         else:
-            advice = ("near peak: little left to gain" if fraction >= 0.6
-                      else "far from peak: too little work per thread between loads, or no FMA/tensor-core use")
+            advice = (
+                "near peak: little left to gain"
+                if fraction >= 0.6
+                else "far from peak: too little work per thread between loads, or no FMA/tensor-core use"
+            )
         parts.append("Memory-bound" if bound == "memory" else "Compute-bound")
         parts[-1] += f" at {fraction:.0%} of the roofline, {advice}."
     counters = r.get("counters") or {}
     values = counters.get("values") or {}
     if counters.get("available"):
         if "achieved_occupancy_pct" in values:
-            parts.append(f"Occupancy {values['achieved_occupancy_pct']:.0f}%, DRAM {values.get('dram_throughput_pct', 0):.0f}% "
-                         f"of peak, L2 {values.get('l2_throughput_pct', 0):.0f}%, tensor pipes "
-                         f"{values.get('tensor_pipe_active_pct', 0):.0f}%.")
+            parts.append(
+                f"Occupancy {values['achieved_occupancy_pct']:.0f}%, DRAM {values.get('dram_throughput_pct', 0):.0f}% "
+                f"of peak, L2 {values.get('l2_throughput_pct', 0):.0f}%, tensor pipes "
+                f"{values.get('tensor_pipe_active_pct', 0):.0f}%."
+            )
         if counters.get("top_stalls"):
             parts.append("Top stalls: " + ", ".join(s["reason"] for s in counters["top_stalls"]) + ".")
         if "cpus_utilized" in values:
-            parts.append(f"{values['cpus_utilized']:.2f} CPUs busy during the calls"
-                         + (f", IPC {values['ipc']:.2f}" if "ipc" in values else "")
-                         + (f", LLC miss rate {values['llc_miss_rate']:.0%}" if "llc_miss_rate" in values else "") + ".")
+            parts.append(
+                f"{values['cpus_utilized']:.2f} CPUs busy during the calls"
+                + (f", IPC {values['ipc']:.2f}" if "ipc" in values else "")
+                + (f", LLC miss rate {values['llc_miss_rate']:.0%}" if "llc_miss_rate" in values else "")
+                + "."
+            )
     notes = ((r.get("verdict") or {}).get("prediction") or {}).get("notes") or []
     if notes:
         parts.append("Cost model: " + "; ".join(notes) + ".")
@@ -93,8 +104,22 @@ def run(state: dict, deps) -> dict:
     if stopped is None and stale >= deps.options.patience:
         stopped = f"speedup@k did not improve by {deps.options.min_gain:.0%} for {deps.options.patience} iterations"
     feedback = _feedback(this_iteration)
-    deps.store.step(deps.run_id, iteration, "critic", f"speedup@k {now:.3f}; stage {stage}; stale {stale}"
-                    + (f"; stop: {stopped}" if stopped else ""), {"feedback": feedback, "speedup_at_k": now})
-    deps.on_event("critic", {"iteration": iteration, "speedup_at_k": now, "stage": stage, "stopped": stopped,
-                             "tokens": state.get("tokens", 0), "cost_usd": state.get("cost_usd", 0.0)})
+    deps.store.step(
+        deps.run_id,
+        iteration,
+        "critic",
+        f"speedup@k {now:.3f}; stage {stage}; stale {stale}" + (f"; stop: {stopped}" if stopped else ""),
+        {"feedback": feedback, "speedup_at_k": now},
+    )
+    deps.on_event(
+        "critic",
+        {
+            "iteration": iteration,
+            "speedup_at_k": now,
+            "stage": stage,
+            "stopped": stopped,
+            "tokens": state.get("tokens", 0),
+            "cost_usd": state.get("cost_usd", 0.0),
+        },
+    )
     return {"best_history": history, "stage": stage, "stale": stale, "feedback": feedback, "stopped_because": stopped}

@@ -30,8 +30,14 @@ def capture_cuda_sources(request: dict) -> dict:
 
     def record(name, cpp_sources, cuda_sources=None, *args, **kwargs):
         as_list = lambda s: [s] if isinstance(s, str) else list(s or [])  # noqa: E731
-        captured.append({"name": name, "cpp_sources": as_list(cpp_sources), "cuda_sources": as_list(cuda_sources),
-                         "extra_cuda_cflags": list(kwargs.get("extra_cuda_cflags") or [])})
+        captured.append(
+            {
+                "name": name,
+                "cpp_sources": as_list(cpp_sources),
+                "cuda_sources": as_list(cuda_sources),
+                "extra_cuda_cflags": list(kwargs.get("extra_cuda_cflags") or []),
+            }
+        )
         raise _Captured()
 
     ext.load_inline = record
@@ -66,7 +72,12 @@ def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalRes
 
     nvcc = shutil.which("nvcc")
     if nvcc is None:
-        return EvalResult("unverified", False, error="no CUDA device and no nvcc here: the kernel was neither built nor run", details=base)
+        return EvalResult(
+            "unverified",
+            False,
+            error="no CUDA device and no nvcc here: the kernel was neither built nor run",
+            details=base,
+        )
     workdir = _workdir(sol.path)
     limits = _limits(opts)
     request = {"mode": "cuda_sources", "solution_path": str(sol.path), "problem_path": base["problem"]}
@@ -76,27 +87,52 @@ def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalRes
         return EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log})
     raw = outcome.result
     if raw.get("status") != "ok":
-        return EvalResult(raw["status"], False, error=one_line(raw.get("error")), details={**base, **raw.get("details", {})})
+        return EvalResult(
+            raw["status"], False, error=one_line(raw.get("error")), details={**base, **raw.get("details", {})}
+        )
     if not raw["captured"]:
-        return EvalResult("unverified", False, error="no load_inline(cuda_sources=...) call found to compile", details=base)
+        return EvalResult(
+            "unverified", False, error="no load_inline(cuda_sources=...) call found to compile", details=base
+        )
     arch = "sm_" + (target.compute_capability or "8.0").replace(".", "")
     includes = [f"-I{p}" for p in raw["include_paths"]] + [f"-I{_stub_headers(workdir)}"]
     checked = []
     for i, unit in enumerate(raw["captured"]):
         src = workdir / f"{unit['name']}_{i}.cu"
         src.write_text("\n".join(unit["cuda_sources"]))
-        cmd = [nvcc, "-ptx", f"-arch={arch}", "-std=c++17", *includes, *unit["extra_cuda_cflags"], str(src), "-o", str(src.with_suffix(".ptx"))]
+        cmd = [
+            nvcc,
+            "-ptx",
+            f"-arch={arch}",
+            "-std=c++17",
+            *includes,
+            *unit["extra_cuda_cflags"],
+            str(src),
+            "-o",
+            str(src.with_suffix(".ptx")),
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.compile_timeout_s, check=False)
         except subprocess.TimeoutExpired:
-            return EvalResult("timeout", False, error=f"nvcc took longer than {opts.compile_timeout_s:g} s", details=base)
+            return EvalResult(
+                "timeout", False, error=f"nvcc took longer than {opts.compile_timeout_s:g} s", details=base
+            )
         if proc.returncode != 0:
             missing = MISSING_HEADER.search(proc.stderr)
             if missing:
-                return EvalResult("unverified", False, error=f"cannot compile-check here: header {missing.group(1)} is not in this torch build", details={**base, "nvcc_log": proc.stderr[-4000:]})
+                return EvalResult(
+                    "unverified",
+                    False,
+                    error=f"cannot compile-check here: header {missing.group(1)} is not in this torch build",
+                    details={**base, "nvcc_log": proc.stderr[-4000:]},
+                )
             first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr)
-            return EvalResult("compile_error", False, error=one_line(first), details={**base, "nvcc_log": proc.stderr[-4000:]})
+            return EvalResult(
+                "compile_error", False, error=one_line(first), details={**base, "nvcc_log": proc.stderr[-4000:]}
+            )
         checked.append(src.with_suffix(".ptx").name)
     shutil.rmtree(workdir, ignore_errors=True)
     details = {**base, "compile_check": f"nvcc -ptx -arch={arch} passed", "units": checked}
-    return EvalResult("unverified", False, error=f"compiled to PTX for {arch}; not run: no CUDA device here", details=details)
+    return EvalResult(
+        "unverified", False, error=f"compiled to PTX for {arch}; not run: no CUDA device here", details=details
+    )

@@ -33,7 +33,9 @@ class BaselineSession(EvalSession):
         from agentkern.harness.worker import load_problem_module
 
         t0 = _perf()
-        self.problem = load_problem_module(self.req["problem_path"], f"_reference_{secrets.token_hex(8)}", self.req.get("size"))
+        self.problem = load_problem_module(
+            self.req["problem_path"], f"_reference_{secrets.token_hex(8)}", self.req.get("size")
+        )
         self.audit = self.snapshot = _Unguarded()
         init_inputs = self.problem.get_init_inputs()
         torch.manual_seed(self.req["seeds"][0])
@@ -65,8 +67,12 @@ class BaselineSession(EvalSession):
         self.phase.enter("run")
         cmp = C.compare(got, expected, self._tolerance)
         if not cmp.ok:
-            return {"status": "incorrect", "correct": False, "details": self.details,
-                    "error": f"torch.compile(Model) disagrees with eager Model: {cmp.reason}"}
+            return {
+                "status": "incorrect",
+                "correct": False,
+                "details": self.details,
+                "error": f"torch.compile(Model) disagrees with eager Model: {cmp.reason}",
+            }
         result = {"status": "ok", "correct": True, "error": None, "details": self.details}
         self.details["work"] = self._work()
         self.details["baseline"] = "torch.compile"
@@ -74,8 +80,12 @@ class BaselineSession(EvalSession):
             try:
                 timing = self._in_phase("timing", "timing_s", self._time)
             except Rejected as rej:  # only timed_output_mismatch can come from here
-                return {"status": "incorrect", "correct": False, "details": self.details,
-                        "error": f"torch.compile(Model) disagrees with eager Model while timed: {rej.message}"}
+                return {
+                    "status": "incorrect",
+                    "correct": False,
+                    "details": self.details,
+                    "error": f"torch.compile(Model) disagrees with eager Model while timed: {rej.message}",
+                }
             self._with_timing(result, timing)
         self.details["phases"] = self.timings
         return result

@@ -35,14 +35,40 @@ REDUCE = {"sum", "mean", "amax", "amin", "max", "min"}
 GEMM = {"mm", "matmul", "bmm", "linear"}
 
 ALIASES = {
-    "_softmax": "softmax", "_log_softmax": "log_softmax", "native_layer_norm": "layer_norm",
-    "_fused_rms_norm": "rms_norm", "truediv": "div", "true_divide": "div", "divide": "div", "multiply": "mul",
-    "subtract": "sub", "negative": "neg", "absolute": "abs", "t": "transpose", "swapaxes": "transpose",
-    "swapdims": "transpose", "view": "reshape", "_unsafe_view": "reshape", "flatten": "reshape",
-    "unsqueeze": "reshape", "squeeze": "reshape", "view_as": "reshape", "reshape_as": "reshape",
-    "contiguous": "identity", "clone": "identity", "detach": "identity", "alias": "identity",
-    "dropout": "identity", "lift_fresh": "identity", "to": "cast", "_to_copy": "cast", "float": "cast",
-    "type": "cast", "type_as": "cast", "clip": "clamp", "__getitem__": "getitem",
+    "_softmax": "softmax",
+    "_log_softmax": "log_softmax",
+    "native_layer_norm": "layer_norm",
+    "_fused_rms_norm": "rms_norm",
+    "truediv": "div",
+    "true_divide": "div",
+    "divide": "div",
+    "multiply": "mul",
+    "subtract": "sub",
+    "negative": "neg",
+    "absolute": "abs",
+    "t": "transpose",
+    "swapaxes": "transpose",
+    "swapdims": "transpose",
+    "view": "reshape",
+    "_unsafe_view": "reshape",
+    "flatten": "reshape",
+    "unsqueeze": "reshape",
+    "squeeze": "reshape",
+    "view_as": "reshape",
+    "reshape_as": "reshape",
+    "contiguous": "identity",
+    "clone": "identity",
+    "detach": "identity",
+    "alias": "identity",
+    "dropout": "identity",
+    "lift_fresh": "identity",
+    "to": "cast",
+    "_to_copy": "cast",
+    "float": "cast",
+    "type": "cast",
+    "type_as": "cast",
+    "clip": "clamp",
+    "__getitem__": "getitem",
 }
 
 
@@ -117,8 +143,11 @@ def _lower(name: str, args: list, kw: dict) -> N:
         if kw.get("enable_gqa"):
             raise Unsupported("attention with enable_gqa")
         scale = arg(6, "scale")
-        return N("sdpa", [q, k, v], {"causal": bool(arg(5, "is_causal", False)),
-                                     "scale": None if scale is None else float(scale)})
+        return N(
+            "sdpa",
+            [q, k, v],
+            {"causal": bool(arg(5, "is_causal", False)), "scale": None if scale is None else float(scale)},
+        )
     if name in ("mm", "bmm", "matmul"):
         return N(name, [x, arg(1, "other", kw.get("mat2"))])
     if name == "linear":
@@ -135,7 +164,9 @@ def _lower(name: str, args: list, kw: dict) -> N:
             raise Unsupported("expand")
         return N("reshape", [x])
     if name in ("identity", "cast"):
-        if name == "cast" and any(dtype_name(a) not in (None, "float32") for a in args[1:] if not isinstance(a, (N, str))):
+        if name == "cast" and any(
+            dtype_name(a) not in (None, "float32") for a in args[1:] if not isinstance(a, (N, str))
+        ):
             raise Unsupported("a dtype conversion")
         return N("identity", [x])
     if name in REDUCE:
@@ -252,14 +283,14 @@ _NO_KERNEL = {"input", "param", "identity", "reshape", "transpose", "getitem", "
 
 def eager_kernels(out: N) -> list[dict]:
     """What eager PyTorch launches for the graph ending at `out`: one kernel per op, each reading its tensor
-    operands and writing its result. The cost model (agentkern/search/costmodel.py) prices the reference
+    operands and writing its result. The cost model (agentkern/targets/costmodel.py) prices the reference
     from this when the target GPU is not here to time it."""
     seen: set[int] = set()
     kernels: list[dict] = []
 
     def size(n) -> int:
         total = 1
-        for d in (n.shape or ()):
+        for d in n.shape or ():
             total *= int(d)
         return total
 

@@ -50,8 +50,12 @@ def _evaluate_all(drafts: list[dict], deps) -> dict[str, tuple[dict, str]]:
 
         from agentkern.executors import EvalTask
 
-        futures = {deps.executor.submit(EvalTask(str(deps.problem_path), str(item[1]), deps.target.name,
-                                                 deps.eval_options)): item for item in pending}
+        futures = {
+            deps.executor.submit(
+                EvalTask(str(deps.problem_path), str(item[1]), deps.target.name, deps.eval_options)
+            ): item
+            for item in pending
+        }
         for future in as_completed(futures):
             keep(futures[future], future.result())
     else:
@@ -73,7 +77,12 @@ def run(state: dict, deps) -> dict:
         else:
             verdict, path = verdicts[draft["id"]]
         results.append({"draft": {k: v for k, v in draft.items() if k != "source"}, "path": path, "verdict": verdict})
-        deps.store.step(deps.run_id, state["iteration"], "compiler", f"{draft['id']}: {verdict['status']}",
-                        {"candidate": draft["id"], "status": verdict["status"], "error": verdict.get("error")},
-                        key=draft["id"])
+        deps.store.step(
+            deps.run_id,
+            state["iteration"],
+            "compiler",
+            f"{draft['id']}: {verdict['status']}",
+            {"candidate": draft["id"], "status": verdict["status"], "error": verdict.get("error")},
+            key=draft["id"],
+        )
     return {"results": results}

@@ -2,13 +2,13 @@
 fraction of the roofline bound reached, and whether the problem is compute- or memory-bound there.
 
 When the target GPU is not on this machine the harness checks correctness but cannot time; the cost model
-(deps.predictor, agentkern/search/costmodel.py) then predicts the times, and the record says so
+(deps.predictor, agentkern/targets/costmodel.py) then predicts the times, and the record says so
 (`predicted: true`): every such figure is shown and stored as predicted, not measured.
 """
 
 from __future__ import annotations
 
-from agentkern.search import population
+from agentkern import candidates as population
 from agentkern.traces import evidence
 
 
@@ -35,17 +35,31 @@ def run(state: dict, deps) -> dict:
             "bound": details.get("bound"),
             "predicted": "unavailable" in timing,
             "error": verdict.get("error"),
-            "verdict": {"status": verdict["status"], "rejected_because": details.get("rejected_because"),
-                        "suspicious": details.get("suspicious"), "timing_unavailable": timing.get("unavailable")},
+            "verdict": {
+                "status": verdict["status"],
+                "rejected_because": details.get("rejected_because"),
+                "suspicious": details.get("suspicious"),
+                "timing_unavailable": timing.get("unavailable"),
+            },
         }
         if record["predicted"] and record["correct"] and deps.predictor is not None:
             _apply_prediction(record, deps.predictor(draft, verdict), details)
         deps.store.candidate(deps.run_id, record, evidence.from_verdict(verdict, item["path"]))
-        deps.store.step(deps.run_id, record["iteration"], "profiler", f"{record['id']}: {record['status']}"
-                        + (f", {record['speedup']:.2f}x" if record["speedup"] is not None else ""),
-                        {"candidate": record["id"], "bound": record["bound"], "roofline_fraction": record["roofline_fraction"],
-                         "predicted": record["predicted"], "prediction": record["verdict"].get("prediction")},
-                        key=record["id"])
+        deps.store.step(
+            deps.run_id,
+            record["iteration"],
+            "profiler",
+            f"{record['id']}: {record['status']}"
+            + (f", {record['speedup']:.2f}x" if record["speedup"] is not None else ""),
+            {
+                "candidate": record["id"],
+                "bound": record["bound"],
+                "roofline_fraction": record["roofline_fraction"],
+                "predicted": record["predicted"],
+                "prediction": record["verdict"].get("prediction"),
+            },
+            key=record["id"],
+        )
         records.append(record)
     _profile_new_best(records, best_before, state, deps)
     for record in records:
@@ -62,9 +76,15 @@ def _profile_new_best(records: list[dict], best_before: dict | None, state: dict
     if best_before is not None and new_best["speedup"] <= best_before["speedup"]:
         return
     new_best["counters"] = deps.counters(str(deps.problem_path), new_best["path"])
-    deps.store.step(deps.run_id, new_best["iteration"], "profiler", f"{new_best['id']}: hardware counters"
-                    + ("" if new_best["counters"].get("available") else f" unavailable: {new_best['counters'].get('why')}"),
-                    {"candidate": new_best["id"], "counters": new_best["counters"]}, key=f"{new_best['id']}-counters")
+    deps.store.step(
+        deps.run_id,
+        new_best["iteration"],
+        "profiler",
+        f"{new_best['id']}: hardware counters"
+        + ("" if new_best["counters"].get("available") else f" unavailable: {new_best['counters'].get('why')}"),
+        {"candidate": new_best["id"], "counters": new_best["counters"]},
+        key=f"{new_best['id']}-counters",
+    )
 
 
 def _apply_prediction(record: dict, prediction, details: dict) -> None:

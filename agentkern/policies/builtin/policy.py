@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 
-from agentkern.builtin import templates
+from agentkern.policies.builtin import templates
 
 
 def _key(params: dict) -> str:
@@ -20,8 +20,14 @@ def _key(params: dict) -> str:
 
 
 class BuiltinPolicy:
-    def __init__(self, spec: dict, backend: str, seed: int = 0, start: tuple[dict, str] | None = None,
-                 features: frozenset | None = None) -> None:
+    def __init__(
+        self,
+        spec: dict,
+        backend: str,
+        seed: int = 0,
+        start: tuple[dict, str] | None = None,
+        features: frozenset | None = None,
+    ) -> None:
         """`start`: (params, where from) of the best kernel known for this problem and target (a run added
         to the knowledge base with `kb add --from-run`); the search starts there instead of the defaults.
         `features`: the host CPU's (templates.host_features); parameter values it cannot run are never
@@ -58,8 +64,12 @@ class BuiltinPolicy:
             # Quality-diversity: mostly the best family, now and then another family's elite.
             rng = random.Random(f"{self.seed}-plan-{ctx['iteration']}")
             parent = elites[0] if len(elites) == 1 or rng.random() < 0.7 else rng.choice(elites[1:])
-        return {"summary": f"stage {ctx['stage']}: neighbours of {parent['id'] or parent.get('label', 'the defaults')}",
-                "parent": parent["id"], "parent_params": parent["params"], "stage": ctx["stage"]}
+        return {
+            "summary": f"stage {ctx['stage']}: neighbours of {parent['id'] or parent.get('label', 'the defaults')}",
+            "parent": parent["id"],
+            "parent_params": parent["params"],
+            "stage": ctx["stage"],
+        }
 
     def write(self, plan: dict, ctx: dict, beam: int) -> list[dict]:
         rng = random.Random(f"{self.seed}-write-{ctx['iteration']}")
@@ -78,8 +88,15 @@ class BuiltinPolicy:
                 source, error = templates.render(self.spec, params, self.backend), None
             except Exception as exc:  # a template that cannot take these parameters: a verdict, not a crash
                 source, error = None, f"template error: {exc}"
-            drafts.append({"strategy": self.strategy(params), "params": params, "parent": parent_id,
-                           "source": source, "error": error})
+            drafts.append(
+                {
+                    "strategy": self.strategy(params),
+                    "params": params,
+                    "parent": parent_id,
+                    "source": source,
+                    "error": error,
+                }
+            )
         return drafts
 
     def _neighbours(self, base: dict, parent_id, stage: int, beam: int, tried: set, proposals: list, rng) -> None:

@@ -40,16 +40,39 @@ _ADA_FP64 = f"{_CUDA_THROUGHPUT} (derived: Ada runs FP64 at 1/64 of the FP32 rat
 _DENSE = "Tensor-core figures are dense; the datasheets headline the 2:4-sparsity figures, twice these."
 
 
-def _gpu(name: str, display_name: str, peaks: dict[str, float], bandwidth_gbs: float, memory_gb: float, sms: int,
-         smem_kb: float, l2_mb: float, cc: str, spec: str, arch: str, notes: str,
-         other_sources: dict[str, str] | None = None) -> Target:
+def _gpu(
+    name: str,
+    display_name: str,
+    peaks: dict[str, float],
+    bandwidth_gbs: float,
+    memory_gb: float,
+    sms: int,
+    smem_kb: float,
+    l2_mb: float,
+    cc: str,
+    spec: str,
+    arch: str,
+    notes: str,
+    other_sources: dict[str, str] | None = None,
+) -> Target:
     """A catalog entry: throughput, bandwidth and memory come from `spec`, the SM layout from `arch`."""
     sources = {f"peak_tflops.{k}": spec for k in peaks} | dict.fromkeys(("memory_bandwidth_gbs", "memory_gb"), spec)
     sources |= dict.fromkeys(("sms", "shared_mem_per_sm_kb", "l2_mb"), arch) | {"compute_capability": _CUDA_GPUS}
     sources |= other_sources or {}
-    return Target(name=name, kind="gpu", display_name=display_name, peak_tflops=peaks,
-                  memory_bandwidth_gbs=bandwidth_gbs, memory_gb=memory_gb, sms=sms, shared_mem_per_sm_kb=smem_kb,
-                  l2_mb=l2_mb, compute_capability=cc, sources=sources, notes=notes)
+    return Target(
+        name=name,
+        kind="gpu",
+        display_name=display_name,
+        peak_tflops=peaks,
+        memory_bandwidth_gbs=bandwidth_gbs,
+        memory_gb=memory_gb,
+        sms=sms,
+        shared_mem_per_sm_kb=smem_kb,
+        l2_mb=l2_mb,
+        compute_capability=cc,
+        sources=sources,
+        notes=notes,
+    )
 
 
 def _hopper() -> dict[str, float]:
@@ -57,41 +80,135 @@ def _hopper() -> dict[str, float]:
     return {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "int8": 1978.9, "fp64": 67.0}
 
 
-_GPUS: dict[str, Target] = {t.name: t for t in (
-    _gpu("a100", "NVIDIA A100 SXM4 80GB",
-         {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0, "int8": 624.0, "fp64": 19.5},
-         2039.0, 80.0, 108, 164.0, 40.0, "8.0", _A100, _AMPERE_WP,
-         f"{_DENSE} No FP8 tensor cores. fp64 is the FP64 tensor-core rate (CUDA cores: 9.7)."),
-    _gpu("h100", "NVIDIA H100 SXM5 80GB", _hopper(), 3350.0, 80.0, 132, 228.0, 50.0, "9.0", _H100, _HOPPER_WP,
-         f"{_DENSE} fp64 is the FP64 tensor-core rate (CUDA cores: 34). H100 PCIe and NVL parts differ."),
-    _gpu("h200", "NVIDIA H200 SXM 141GB", _hopper(), 4800.0, 141.0, 132, 228.0, 50.0, "9.0", _H200,
-         f"{_HOPPER_WP} (the H100 SXM5 configuration of GH100)",
-         f"{_DENSE} The H100 SXM5 chip with HBM3e memory. fp64 is the FP64 tensor-core rate."),
-    _gpu("l4", "NVIDIA L4",
-         {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "fp8": 242.5, "int8": 242.5, "fp64": 30.3 / 64},
-         300.0, 24.0, 58, 100.0, 48.0, "8.9", _L4, _RUNTIME, _DENSE,
-         {"peak_tflops.fp64": _ADA_FP64, "shared_mem_per_sm_kb": _CUDA_SPECS}),
-    _gpu("l40s", "NVIDIA L40S",
-         {"fp32": 91.6, "tf32": 183.0, "fp16": 362.05, "bf16": 362.05, "fp8": 733.0, "int8": 733.0, "fp64": 91.6 / 64},
-         864.0, 48.0, 142, 100.0, 96.0, "8.9", _L40S, _RUNTIME, _DENSE,
-         {"peak_tflops.fp64": _ADA_FP64, "shared_mem_per_sm_kb": _CUDA_SPECS,
-          "sms": f"{_L40S} (derived: 142 RT cores, one per Ada SM: {_ADA_WP})"}),
-    # GeForce tensor cores run FP32 accumulation at half rate: fp16 and fp8 take the FP16-accumulate rates so the
-    # bound stays a lower bound. BF16 accumulates in FP32 only.
-    _gpu("rtx4090", "NVIDIA GeForce RTX 4090",
-         {"fp32": 82.6, "tf32": 82.6, "fp16": 330.3, "bf16": 165.2, "fp8": 660.6, "int8": 660.6, "fp64": 82.6 / 64},
-         1008.0, 24.0, 128, 100.0, 72.0, "8.9", _ADA_WP, _ADA_WP,
-         f"{_DENSE} fp16 and fp8 are the FP16-accumulate rates; FP32 accumulation halves them (165.2, 330.3).",
-         {"peak_tflops.fp64": _ADA_FP64, "shared_mem_per_sm_kb": _CUDA_SPECS, "memory_gb": _RTX4090}),
-)}
+_GPUS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        _gpu(
+            "a100",
+            "NVIDIA A100 SXM4 80GB",
+            {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0, "int8": 624.0, "fp64": 19.5},
+            2039.0,
+            80.0,
+            108,
+            164.0,
+            40.0,
+            "8.0",
+            _A100,
+            _AMPERE_WP,
+            f"{_DENSE} No FP8 tensor cores. fp64 is the FP64 tensor-core rate (CUDA cores: 9.7).",
+        ),
+        _gpu(
+            "h100",
+            "NVIDIA H100 SXM5 80GB",
+            _hopper(),
+            3350.0,
+            80.0,
+            132,
+            228.0,
+            50.0,
+            "9.0",
+            _H100,
+            _HOPPER_WP,
+            f"{_DENSE} fp64 is the FP64 tensor-core rate (CUDA cores: 34). H100 PCIe and NVL parts differ.",
+        ),
+        _gpu(
+            "h200",
+            "NVIDIA H200 SXM 141GB",
+            _hopper(),
+            4800.0,
+            141.0,
+            132,
+            228.0,
+            50.0,
+            "9.0",
+            _H200,
+            f"{_HOPPER_WP} (the H100 SXM5 configuration of GH100)",
+            f"{_DENSE} The H100 SXM5 chip with HBM3e memory. fp64 is the FP64 tensor-core rate.",
+        ),
+        _gpu(
+            "l4",
+            "NVIDIA L4",
+            {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "fp8": 242.5, "int8": 242.5, "fp64": 30.3 / 64},
+            300.0,
+            24.0,
+            58,
+            100.0,
+            48.0,
+            "8.9",
+            _L4,
+            _RUNTIME,
+            _DENSE,
+            {"peak_tflops.fp64": _ADA_FP64, "shared_mem_per_sm_kb": _CUDA_SPECS},
+        ),
+        _gpu(
+            "l40s",
+            "NVIDIA L40S",
+            {
+                "fp32": 91.6,
+                "tf32": 183.0,
+                "fp16": 362.05,
+                "bf16": 362.05,
+                "fp8": 733.0,
+                "int8": 733.0,
+                "fp64": 91.6 / 64,
+            },
+            864.0,
+            48.0,
+            142,
+            100.0,
+            96.0,
+            "8.9",
+            _L40S,
+            _RUNTIME,
+            _DENSE,
+            {
+                "peak_tflops.fp64": _ADA_FP64,
+                "shared_mem_per_sm_kb": _CUDA_SPECS,
+                "sms": f"{_L40S} (derived: 142 RT cores, one per Ada SM: {_ADA_WP})",
+            },
+        ),
+        # GeForce tensor cores run FP32 accumulation at half rate: fp16 and fp8 take the FP16-accumulate rates so the
+        # bound stays a lower bound. BF16 accumulates in FP32 only.
+        _gpu(
+            "rtx4090",
+            "NVIDIA GeForce RTX 4090",
+            {"fp32": 82.6, "tf32": 82.6, "fp16": 330.3, "bf16": 165.2, "fp8": 660.6, "int8": 660.6, "fp64": 82.6 / 64},
+            1008.0,
+            24.0,
+            128,
+            100.0,
+            72.0,
+            "8.9",
+            _ADA_WP,
+            _ADA_WP,
+            f"{_DENSE} fp16 and fp8 are the FP16-accumulate rates; FP32 accumulation halves them (165.2, 330.3).",
+            {"peak_tflops.fp64": _ADA_FP64, "shared_mem_per_sm_kb": _CUDA_SPECS, "memory_gb": _RTX4090},
+        ),
+    )
+}
 
 # Normalised spellings (lower case, letters and digits only, no vendor prefix) -> catalog name.
 _ALIASES = {
-    "cpu": "cpu", "host": "cpu", "localcpu": "cpu",
-    "a100": "a100", "a100sxm": "a100", "a100sxm4": "a100", "a10080gb": "a100", "a100sxm480gb": "a100",
-    "h100": "h100", "h100sxm": "h100", "h100sxm5": "h100", "h10080gb": "h100", "h100sxm580gb": "h100",
-    "h200": "h200", "h200sxm": "h200", "h200141gb": "h200",
-    "l4": "l4", "l40s": "l40s", "rtx4090": "rtx4090", "4090": "rtx4090",
+    "cpu": "cpu",
+    "host": "cpu",
+    "localcpu": "cpu",
+    "a100": "a100",
+    "a100sxm": "a100",
+    "a100sxm4": "a100",
+    "a10080gb": "a100",
+    "a100sxm480gb": "a100",
+    "h100": "h100",
+    "h100sxm": "h100",
+    "h100sxm5": "h100",
+    "h10080gb": "h100",
+    "h100sxm580gb": "h100",
+    "h200": "h200",
+    "h200sxm": "h200",
+    "h200141gb": "h200",
+    "l4": "l4",
+    "l40s": "l40s",
+    "rtx4090": "rtx4090",
+    "4090": "rtx4090",
 }
 # Tokens of an nvidia-smi name ("NVIDIA H100 80GB HBM3") -> catalog name. Whole tokens, so "L4" is not "L40S".
 _GPU_TOKENS = {"A100": "a100", "H100": "h100", "H200": "h200", "L4": "l4", "L40S": "l40s", "4090": "rtx4090"}
@@ -174,16 +291,18 @@ def target_summary_rows(targets: list[Target]) -> list[dict[str, Any]]:
     rows = []
     for t in targets:
         cpu = t.kind == "cpu"
-        rows.append({
-            "name": t.name,
-            "display_name": t.display_name,
-            "fp32_tflops": float(f"{t.peak_tflops['fp32']:.5g}"),
-            "fp16_tflops": float(f"{t.peak_tflops['fp16']:.5g}") if "fp16" in t.peak_tflops else None,
-            "bandwidth_gbs": t.memory_bandwidth_gbs,
-            "units": f"{t.cores} cores, {t.simd_width_bits}-bit SIMD" if cpu else f"{t.sms} SMs",
-            "caches": f"L2 {t.l2_mb:g} MB/core, L3 {t.l3_mb:g} MB" if cpu else f"L2 {t.l2_mb:g} MB",
-            "present": is_present(t),
-        })
+        rows.append(
+            {
+                "name": t.name,
+                "display_name": t.display_name,
+                "fp32_tflops": float(f"{t.peak_tflops['fp32']:.5g}"),
+                "fp16_tflops": float(f"{t.peak_tflops['fp16']:.5g}") if "fp16" in t.peak_tflops else None,
+                "bandwidth_gbs": t.memory_bandwidth_gbs,
+                "units": f"{t.cores} cores, {t.simd_width_bits}-bit SIMD" if cpu else f"{t.sms} SMs",
+                "caches": f"L2 {t.l2_mb:g} MB/core, L3 {t.l3_mb:g} MB" if cpu else f"L2 {t.l2_mb:g} MB",
+                "present": is_present(t),
+            }
+        )
     return rows
 
 
@@ -243,9 +362,14 @@ def _cpu_facts() -> dict[str, Any]:
     l2_kb, l3_kb = _cache_sizes_kb(cpus)
     mem_kb = re.findall(r"^MemTotal:\s*(\d+) kB", _read("/proc/meminfo"), re.M)
     return {
-        "model": model, "cores": len(cpus), "fma": bool(flags & {"fma", "asimd"}),
+        "model": model,
+        "cores": len(cpus),
+        "fma": bool(flags & {"fma", "asimd"}),
         "simd_bits": 512 if "avx512f" in flags else 256 if flags & {"avx2", "avx"} else 128,
-        "ghz": ghz, "clock_source": clock_source, "l2_kb": l2_kb, "l3_kb": l3_kb,
+        "ghz": ghz,
+        "clock_source": clock_source,
+        "l2_kb": l2_kb,
+        "l3_kb": l3_kb,
         "memory_gb": round(int(mem_kb[0]) / 2**20, 1) if mem_kb else None,
     }
 
@@ -299,7 +423,7 @@ def _measure_host(cores: int, l2_kb: float) -> dict[str, Any]:
     _timed_parallel(touch, spans)
     # All cores usually win; one core can, on a host whose memory a single core already saturates.
     dram_s = min(_timed_parallel(copy, spans if i % 2 == 0 else [(0, n)]) for i in range(_TRIALS))
-    del src, dst
+    src = dst = None  # 2 x 256 MiB: free them before the next measurement
 
     # Per-core in-cache bandwidth: source and destination together fill half of one L2.
     m = int(max(l2_kb, 64.0) * 1024) // 4

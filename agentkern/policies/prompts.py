@@ -11,8 +11,12 @@ from agentkern.config import project_root
 
 @lru_cache(maxsize=1)
 def _env() -> Environment:
-    return Environment(loader=FileSystemLoader(project_root() / "prompts"), undefined=StrictUndefined,
-                       keep_trailing_newline=True, autoescape=False)
+    return Environment(
+        loader=FileSystemLoader(project_root() / "prompts"),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
 
 
 def render(name: str, **context) -> str:

@@ -14,14 +14,14 @@ import sqlite3
 import time
 from pathlib import Path
 
+from agentkern import candidates as population
 from agentkern import sizes
 from agentkern import targets as T
-from agentkern.agents.deps import Deps, OptimizeOptions
 from agentkern.config import home
 from agentkern.errors import UserError
 from agentkern.kb.retrieve import Retriever
+from agentkern.loop.deps import Deps, OptimizeOptions
 from agentkern.problems import load_problem
-from agentkern.search import population
 from agentkern.traces import RunStore
 from agentkern.types import EvalOptions
 
@@ -42,24 +42,35 @@ def _checkpointer():
     return SqliteSaver(sqlite3.connect(home() / "checkpoints.db", check_same_thread=False))
 
 
-def make_policy(opts: OptimizeOptions, problem_path: Path, backend: str, store: RunStore, run_id: str,
-                target_name: str | None = None, features: frozenset | None = None):
+def make_policy(
+    opts: OptimizeOptions,
+    problem_path: Path,
+    backend: str,
+    store: RunStore,
+    run_id: str,
+    target_name: str | None = None,
+    features: frozenset | None = None,
+):
     from agentkern.models import get_model
 
     model = get_model(opts.model, opts.api_base)
     if model is None:
-        from agentkern.builtin.analysis import analyze_problem
-        from agentkern.policies.builtin import BuiltinPolicy
+        from agentkern.policies.builtin.analysis import analyze_problem
+        from agentkern.policies.builtin.policy import BuiltinPolicy
 
         spec = analyze_problem(problem_path, size=opts.size)
         if spec.get("family") and not _has_template(spec["family"], backend):
             other = "triton" if backend != "triton" and _has_template(spec["family"], "triton") else None
             hint = f"use --backend {other}, or --model with an LLM" if other else "use --model with an LLM"
-            raise UserError(f"the built-in model has no {backend} template for {spec['family']} (it writes C++ for "
-                            f"--target cpu and Triton for GPUs); {hint}")
+            raise UserError(
+                f"the built-in model has no {backend} template for {spec['family']} (it writes C++ for "
+                f"--target cpu and Triton for GPUs); {hint}"
+            )
         if not spec.get("family"):
-            raise UserError(f"the built-in model does not recognise this problem ({spec.get('reason')}); "
-                            "use --model with an LLM (e.g. --model openai/gpt-4o)")
+            raise UserError(
+                f"the built-in model does not recognise this problem ({spec.get('reason')}); "
+                "use --model with an LLM (e.g. --model openai/gpt-4o)"
+            )
         from agentkern.kb.ingest import best_run_params
 
         known = best_run_params(Path(problem_path).stem, target_name, backend) if target_name else None
@@ -71,13 +82,13 @@ def _host_features(target, backend: str) -> frozenset | None:
     """C++ candidates are compiled with -march=native for this host: only its features count."""
     if backend != "cpp" or target.kind != "cpu":
         return None
-    from agentkern.builtin import templates
+    from agentkern.policies.builtin import templates
 
     return templates.host_features(target.simd_width_bits)
 
 
 def _has_template(family: str, backend: str) -> bool:
-    from agentkern.builtin import templates
+    from agentkern.policies.builtin import templates
 
     try:
         templates.default_params(family, backend)
@@ -90,22 +101,35 @@ def llm_policy(model, store: RunStore, run_id: str):
     from agentkern.policies.llm import LLMPolicy
 
     def record(agent, iteration, prompt, reply, error, retrieved=None):
-        store.model_call(run_id, iteration, agent, model.name, prompt, reply.text if reply else None,
-                         getattr(reply, "prompt_tokens", 0), getattr(reply, "completion_tokens", 0),
-                         getattr(reply, "cost_usd", 0.0), getattr(reply, "latency_s", 0.0), error, retrieved)
+        store.model_call(
+            run_id,
+            iteration,
+            agent,
+            model.name,
+            prompt,
+            reply.text if reply else None,
+            getattr(reply, "prompt_tokens", 0),
+            getattr(reply, "completion_tokens", 0),
+            getattr(reply, "cost_usd", 0.0),
+            getattr(reply, "latency_s", 0.0),
+            error,
+            retrieved,
+        )
 
     return LLMPolicy(model, record)
 
 
-def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, evaluate=None, on_event=None,
-            executor=None) -> Deps:
+def prepare(
+    opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, evaluate=None, on_event=None, executor=None
+) -> Deps:
     """The run's dependencies. Candidates are evaluated by `evaluate` when given (tests' stand-ins), else
     by `executor`, else by a new executor made from the options (the caller closes deps.executor)."""
     problem = load_problem(opts.problem)
     target = T.get_target(opts.target)
     # Resolved once for the run: the analysis, every candidate and the counters use the same size.
-    size, size_note = sizes.choose(opts.size, target, T.is_present(target), sizes.declared_sizes(problem.tree),
-                                   problem.path.name)
+    size, size_note = sizes.choose(
+        opts.size, target, T.is_present(target), sizes.declared_sizes(problem.tree), problem.path.name
+    )
     opts = dataclasses.replace(opts, size=size)
     backend = opts.backend or DEFAULT_BACKEND[target.kind]
     if backend not in ("cpp", "triton", "cuda"):
@@ -114,8 +138,9 @@ def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, ev
         raise UserError("the cpp backend writes CPU kernels: use --target cpu")
     if backend != "cpp" and target.kind == "cpu":
         raise UserError(f"the {backend} backend writes GPU kernels: choose a GPU target (e.g. --target h100)")
-    policy = policy or make_policy(opts, problem.path, backend, store, run_id, target.name,
-                                   _host_features(target, backend))
+    policy = policy or make_policy(
+        opts, problem.path, backend, store, run_id, target.name, _host_features(target, backend)
+    )
     # Last: a Ray instance is not started for a run that the checks above refuse.
     counters = None
     if evaluate is None:
@@ -129,10 +154,21 @@ def prepare(opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, ev
             return hardware_counters(problem_path, path, target.name, EvalOptions(size=size))
 
     return Deps(
-        run_id=run_id, options=opts, problem_path=problem.path, problem_source=problem.source, target=target,
-        backend=backend, policy=policy, evaluate=evaluate, eval_options=EvalOptions(size=size), store=store,
-        run_dir=home() / "runs" / run_id, on_event=on_event or (lambda kind, data: None),
-        predictor=make_predictor(target, policy, problem.path, size), counters=counters, size_note=size_note,
+        run_id=run_id,
+        options=opts,
+        problem_path=problem.path,
+        problem_source=problem.source,
+        target=target,
+        backend=backend,
+        policy=policy,
+        evaluate=evaluate,
+        eval_options=EvalOptions(size=size),
+        store=store,
+        run_dir=home() / "runs" / run_id,
+        on_event=on_event or (lambda kind, data: None),
+        predictor=make_predictor(target, policy, problem.path, size),
+        counters=counters,
+        size_note=size_note,
         retriever=Retriever(),  # opens the knowledge base on first use, by a policy that reads it (an LLM)
         executor=executor,
     )
@@ -145,7 +181,7 @@ def make_predictor(target, policy, problem_path: Path, size: str | None = None):
     (one sandboxed analysis), and a problem the recogniser does not understand is priced from its roofline."""
     if target.kind != "gpu" or T.is_present(target):
         return None
-    from agentkern.search import costmodel
+    from agentkern.targets import costmodel
 
     spec_cache: dict = {}
 
@@ -153,7 +189,7 @@ def make_predictor(target, policy, problem_path: Path, size: str | None = None):
         if "spec" not in spec_cache:
             spec_cache["spec"] = getattr(policy, "spec", None)
             if spec_cache["spec"] is None:
-                from agentkern.builtin.analysis import analyze_problem
+                from agentkern.policies.builtin.analysis import analyze_problem
 
                 try:
                     spec_cache["spec"] = analyze_problem(problem_path, size=size)
@@ -168,8 +204,15 @@ def make_predictor(target, policy, problem_path: Path, size: str | None = None):
     return predict
 
 
-def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=None, on_event=None,
-        checkpointer=None, executor=None) -> dict:
+def run(
+    opts: OptimizeOptions,
+    resume: str | None = None,
+    policy=None,
+    evaluate=None,
+    on_event=None,
+    checkpointer=None,
+    executor=None,
+) -> dict:
     """One optimisation run. `executor`: an agentkern.executors.Executor shared with the caller (bench runs
     several problems on one); without it the run makes its own from opts and closes it at the end."""
     store = open_store()
@@ -192,8 +235,14 @@ def run(opts: OptimizeOptions, resume: str | None = None, policy=None, evaluate=
 def _drive(deps: Deps, opts: OptimizeOptions, resume: str | None, checkpointer) -> dict:
     run_id, store = deps.run_id, deps.store
     if not resume:
-        store.start_run(run_id, str(deps.problem_path), deps.target.name, deps.backend, opts.model or "builtin",
-                        dataclasses.asdict(opts))
+        store.start_run(
+            run_id,
+            str(deps.problem_path),
+            deps.target.name,
+            deps.backend,
+            opts.model or "builtin",
+            dataclasses.asdict(opts),
+        )
     store.claim_run(run_id)
     try:
         return _invoke(deps, resume, checkpointer)
@@ -206,12 +255,20 @@ def _drive(deps: Deps, opts: OptimizeOptions, resume: str | None, checkpointer) 
 
 
 def _invoke(deps: Deps, resume: str | None, checkpointer) -> dict:
-    from agentkern.graph import build_graph
+    from agentkern.loop.graph import build_graph
 
     run_id = deps.run_id
-    deps.on_event("start", {"run_id": run_id, "resumed": bool(resume), "target": deps.target.name,
-                            "predicted": deps.predictor is not None, "size": deps.eval_options.size,
-                            "size_note": deps.size_note})
+    deps.on_event(
+        "start",
+        {
+            "run_id": run_id,
+            "resumed": bool(resume),
+            "target": deps.target.name,
+            "predicted": deps.predictor is not None,
+            "size": deps.eval_options.size,
+            "size_note": deps.size_note,
+        },
+    )
     graph = build_graph(deps, checkpointer or _checkpointer())
     config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
     final = graph.invoke(None if resume else {"iteration": 0, "stage": 1, "candidates": []}, config)
@@ -231,10 +288,17 @@ def finish(deps: Deps, final: dict) -> dict:
     deps.store.finish_run(deps.run_id, stopped, best["id"] if best else None)
     return {
         "run_id": deps.run_id,
-        "best": None if best is None else {
-            "correct": True, "speedup": best["speedup"], "kernel_ms": best["kernel_ms"],
-            "reference_ms": best["reference_ms"], "path": str(out_path), "strategy": best["strategy"],
-            "candidate": best["id"], "roofline_fraction": best.get("roofline_fraction"),
+        "best": None
+        if best is None
+        else {
+            "correct": True,
+            "speedup": best["speedup"],
+            "kernel_ms": best["kernel_ms"],
+            "reference_ms": best["reference_ms"],
+            "path": str(out_path),
+            "strategy": best["strategy"],
+            "candidate": best["id"],
+            "roofline_fraction": best.get("roofline_fraction"),
             # True: the target GPU was not here; the figures come from the cost model, not a measurement.
             "predicted": bool(best.get("predicted")),
         },

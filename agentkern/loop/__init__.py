@@ -1,0 +1,1 @@
+"""The optimisation loop: graph, state, dependencies, nodes and progress (agentkern optimize)."""
