@@ -1,13 +1,13 @@
-"""Every cheating kernel in tests/cheats must be rejected with its reason; every broken kernel in
-tests/broken must get its verdict (crash, hang, syntax error, OOM, ...) without taking the harness down."""
+"""Every cheating kernel in tests/harness/cheats must be rejected with its reason; every broken kernel in
+tests/harness/broken must get its verdict (crash, hang, syntax error, OOM, ...) without taking the harness down."""
 
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, fast_options, read_expectation
 
-CHEATS = sorted((ROOT / "tests" / "cheats").glob("*.py"))
-BROKEN = sorted((ROOT / "tests" / "broken").glob("*.py"))
+CHEATS = sorted((ROOT / "tests" / "harness" / "cheats").glob("*.py"))
+BROKEN = sorted((ROOT / "tests" / "harness" / "broken").glob("*.py"))
 
 
 def _evaluate(path: Path):

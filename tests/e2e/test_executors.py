@@ -30,11 +30,11 @@ CORPUS = [
     *(
         (read_expectation(p)[0], p, read_expectation(p)[1])
         for p in (
-            ROOT / "tests/broken/compile_error_cpp.py",
-            ROOT / "tests/broken/crashed_abort.py",
-            ROOT / "tests/broken/incorrect_softmax_unnormalised_row.py",
-            ROOT / "tests/broken/runtime_error_raise.py",
-            ROOT / "tests/cheats/caches_results_data_ptr.py",
+            ROOT / "tests/harness/broken/compile_error_cpp.py",
+            ROOT / "tests/harness/broken/crashed_abort.py",
+            ROOT / "tests/harness/broken/incorrect_softmax_unnormalised_row.py",
+            ROOT / "tests/harness/broken/runtime_error_raise.py",
+            ROOT / "tests/harness/cheats/caches_results_data_ptr.py",
         )
     ),
 ]
@@ -209,7 +209,7 @@ def test_with_two_problems_in_flight_the_compile_baselines_come_first():
 
 def test_a_segfault_is_a_verdict_not_a_lost_worker():
     """Only deaths from outside are retried: a candidate that crashes by itself is judged once."""
-    path = ROOT / "tests/broken/crashed_null_deref.py"
+    path = ROOT / "tests/harness/broken/crashed_null_deref.py"
     with LocalExecutor(1) as executor:
         result = executor.submit(EvalTask(read_expectation(path)[0], str(path), "cpu", fast_options())).result()
     assert result.status == "crashed" and result.details["attempts"] == 1
