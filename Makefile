@@ -4,8 +4,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.agentkern-installed
+# What `make lint` checks (pyproject.toml's [tool.ruff] leaves out the corpora and the dataset).
+LINTED := agentkern tests benchmarks
 
-.PHONY: demo test bench install clean
+.PHONY: demo test test-fast lint chromium bench install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,8 +21,33 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/agentkern optimize softmax --target cpu
 
-test: $(STAMP)
+# Everything, as CI runs it (.ci/run): the lint, then every tier (tests/README.md). About 13 minutes on 2 cores.
+test: $(STAMP) lint chromium
 	$(BIN)/python -m pytest -q
+
+# The unit tier only: no sandbox, no compiler, under a minute.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+# ruff as pinned in the dev extra: lint rules and formatting (`ruff format $(LINTED)` fixes the latter).
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+# Headless Chromium renders the HTML report in tests/e2e/test_traces_report.py; without it those tests skip.
+# `make test` installs Debian's package (about 30 s) with apt-get, through `sudo -n` when not root; where
+# that cannot be done it says so and goes on, unless REQUIRE_CHROMIUM=1 (CI) makes it an error.
+chromium:
+	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then \
+	    exit 0; \
+	fi; \
+	fail() { echo "make: *** $$1: the HTML report tests will SKIP (install Chromium to run them) ***"; [ -z "$(REQUIRE_CHROMIUM)" ]; }; \
+	command -v apt-get >/dev/null || { fail "no apt-get here"; exit; }; \
+	SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	[ -z "$$SUDO" ] || command -v sudo >/dev/null || { fail "not root and no sudo"; exit; }; \
+	echo "make: installing Chromium for the HTML report tests (apt-get install chromium)"; \
+	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	    || fail "apt-get install chromium failed"
 
 # Harness overhead per evaluation (not a test: it prints figures, it does not assert them).
 bench: $(STAMP)

@@ -2,10 +2,19 @@
 
 Every correct candidate is kept. The planner draws parents from the best of each family, so one strong
 family does not crowd out the others, and speedup@k (the best speedup among the first k evaluated
-candidates) drives the stop rule.
+candidates) drives the stop rule. speedup@k is defined here once; bench/metrics.py averages it over a suite.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import islice
+from typing import TypeVar
+
+from agentkern.types import CandidateRecord, Elite
+
+# The run's records (types.Candidate) or those read back from the run store (types.StoredCandidate).
+C = TypeVar("C", bound=CandidateRecord)
 
 
 def family_of(strategy: str) -> str:
@@ -13,18 +22,18 @@ def family_of(strategy: str) -> str:
     return strategy.rsplit("/", 1)[0]
 
 
-def correct(candidates: list[dict]) -> list[dict]:
+def correct(candidates: Iterable[C]) -> list[C]:
     return [c for c in candidates if c.get("correct") and c.get("speedup") is not None]
 
 
-def best(candidates: list[dict]) -> dict | None:
+def best(candidates: Iterable[C]) -> C | None:
     ranked = sorted(correct(candidates), key=lambda c: (-c["speedup"], c["id"]))
     return ranked[0] if ranked else None
 
 
-def elites(candidates: list[dict]) -> dict[str, dict]:
+def elites(candidates: Iterable[C]) -> dict[str, C]:
     """The best candidate of each strategy family."""
-    out: dict[str, dict] = {}
+    out: dict[str, C] = {}
     for c in correct(candidates):
         fam = family_of(c["strategy"])
         if fam not in out or c["speedup"] > out[fam]["speedup"]:
@@ -32,14 +41,19 @@ def elites(candidates: list[dict]) -> dict[str, dict]:
     return out
 
 
-def speedup_at_k(candidates: list[dict], k: int | None = None) -> float:
+def speedup_at_k_of(speedups: Iterable[float | None], k: int | None = None) -> float:
+    """speedup@k of candidates given as their speedups in evaluation order (None: not correct): the best among
+    the first k (all of them when k is None), 0 when none of those is correct."""
+    first = speedups if k is None else islice(speedups, k)
+    return max((s for s in first if s is not None), default=0.0)
+
+
+def speedup_at_k(candidates: Sequence[CandidateRecord], k: int | None = None) -> float:
     """Best speedup among the first k evaluated candidates (all of them when k is None); 0 if none correct."""
-    first = candidates if k is None else candidates[:k]
-    found = best(first)
-    return found["speedup"] if found else 0.0
+    return speedup_at_k_of((c.get("speedup") if c.get("correct") else None for c in candidates), k)
 
 
-def summary(candidates: list[dict], limit: int = 8) -> list[dict]:
+def summary(candidates: Iterable[CandidateRecord], limit: int = 8) -> list[Elite]:
     """What the planner and critic see: the elites, best first, in a few fields."""
     ranked = sorted(elites(candidates).values(), key=lambda c: -c["speedup"])[:limit]
     return [

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from importlib import metadata
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from agentkern import backends
 from agentkern.errors import UserError
 
 app = typer.Typer(
@@ -39,15 +41,20 @@ def _parse_tolerances(pairs: list[str]) -> dict[str, float]:
     return parsed
 
 
+# Shared by `eval` and `optimize`.
+Target = Annotated[str, typer.Option("--target", "-t", help="cpu, a100, h100, h200, l4, l40s, rtx4090, or auto.")]
+Size = Annotated[
+    str | None, typer.Option(help="Problem size: cpu or gpu (the problem's SIZES; default: the target picks).")
+]
+
+
 @app.command("eval")
 def eval_command(
     problem: Annotated[
         str, typer.Argument(help="Problem: an op name from kernels_dataset (softmax, matmul, ...) or a path.")
     ],
     solution: Annotated[str, typer.Argument(help="Solution file defining ModelNew.")],
-    target: Annotated[
-        str, typer.Option("--target", "-t", help="cpu, a100, h100, h200, l4, l40s, rtx4090, or auto.")
-    ] = "auto",
+    target: Target = "auto",
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (stable keys).")] = False,
     trials: Annotated[int, typer.Option(min=1, help="Correctness trials, each with its own seed.")] = 5,
     seed: Annotated[
@@ -60,14 +67,16 @@ def eval_command(
     threads: Annotated[
         int | None, typer.Option(min=1, help="CPU threads for both reference and kernel (default: all cores).")
     ] = None,
-    compile_timeout: Annotated[float, typer.Option(help="Seconds allowed to import/compile the candidate.")] = 300.0,
-    run_timeout: Annotated[float, typer.Option(help="Seconds allowed for the correctness and timing phases.")] = 120.0,
-    memory_limit: Annotated[float, typer.Option(help="GiB of resident memory for the sandbox.")] = 8.0,
+    compile_timeout: Annotated[
+        float, typer.Option(min=0.0, help="Seconds allowed to import/compile the candidate.")
+    ] = 300.0,
+    run_timeout: Annotated[
+        float, typer.Option(min=0.0, help="Seconds allowed for the correctness and timing phases.")
+    ] = 120.0,
+    memory_limit: Annotated[float, typer.Option(min=0.0, help="GiB of resident memory for the sandbox.")] = 8.0,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="Check correctness only.")] = False,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the sandbox's work folder even on success.")] = False,
-    size: Annotated[
-        str | None, typer.Option(help="Problem size: cpu or gpu (the problem's SIZES; default: the target picks).")
-    ] = None,
+    size: Size = None,
 ) -> None:
     """Judge a candidate kernel: correct? how fast? honest?"""
     from agentkern.harness import evaluate
@@ -100,7 +109,8 @@ def eval_command(
         print_eval(out, result)
 
 
-# Shared by `optimize` and `bench` (agentkern/executors/).
+# The options of `optimize`, declared once here so that the command reads as a list of them. Where it evaluates
+# (agentkern/executors/):
 Workers = Annotated[
     int | None,
     typer.Option(
@@ -121,92 +131,99 @@ RayAddress = Annotated[
     ),
 ]
 
+# What it optimises, and how:
+ProblemArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="An op name from kernels_dataset (softmax, matmul, ...) or a problem file; not needed with --resume."
+    ),
+]
+Backend = Annotated[
+    str | None,
+    typer.Option(
+        help=f"{', '.join(backends.names())} (default: {backends.default_for('cpu')} on a CPU, "
+        f"{backends.default_for('gpu')} on a GPU)."
+    ),
+]
+Model = Annotated[
+    str | None,
+    typer.Option(help="A litellm model string (openai/..., anthropic/..., ollama/...); default: the built-in policy."),
+]
+ApiBase = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...).")]
+MaxIters = Annotated[int, typer.Option(min=1, help="Iterations at most.")]
+Patience = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Stop after this many iterations without a gain of --min-gain. A stalled iteration first widens the "
+        "search to its next stage (1 to 3) and counts only at the last: up to PATIENCE + 2 stalled iterations.",
+    ),
+]
+MinGain = Annotated[float, typer.Option(min=0.0, help="Relative gain in speedup@k that counts as progress.")]
+K = Annotated[int | None, typer.Option(min=1, help="speedup@k looks at the first k candidates (default: all).")]
+Beam = Annotated[int, typer.Option(min=1, help="Candidates per iteration.")]
+TimeBudget = Annotated[float | None, typer.Option("--time-budget", min=0.0, help="Seconds for the whole run.")]
+MaxCost = Annotated[float | None, typer.Option(min=0.0, help="Dollars of model calls at most.")]
+MaxTokens = Annotated[int | None, typer.Option(min=0, help="Model tokens at most.")]
+Seed = Annotated[int, typer.Option(help="Seed of the built-in policy's search.")]
+OutDir = Annotated[
+    str | None, typer.Option("--out", help="Folder for the best kernel (default: AGENTKERN_HOME/runs/RUN_ID).")
+]
+Resume = Annotated[str | None, typer.Option(help="Continue a run that was interrupted.")]
+JsonEnd = Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")]
+
 
 @app.command("optimize")
 def optimize_command(
-    problem: Annotated[
-        str | None,
-        typer.Argument(
-            help="An op name from kernels_dataset (softmax, matmul, ...) or a problem file; not needed with --resume."
-        ),
-    ] = None,
-    target: Annotated[
-        str, typer.Option("--target", "-t", help="cpu, a100, h100, h200, l4, l40s, rtx4090, or auto.")
-    ] = "auto",
-    backend: Annotated[
-        str | None, typer.Option(help="cpp, triton or cuda (default: cpp on a CPU, triton on a GPU).")
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="A litellm model string (openai/..., anthropic/..., ollama/...); default: the built-in policy."
-        ),
-    ] = None,
-    api_base: Annotated[
-        str | None, typer.Option(help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...).")
-    ] = None,
-    max_iters: Annotated[int, typer.Option(min=1, help="Iterations at most.")] = 8,
-    patience: Annotated[
-        int, typer.Option(min=1, help="Stop after this many iterations without a gain of --min-gain.")
-    ] = 3,
-    min_gain: Annotated[
-        float, typer.Option(min=0.0, help="Relative gain in speedup@k that counts as progress.")
-    ] = 0.01,
-    k: Annotated[
-        int | None, typer.Option(min=1, help="speedup@k looks at the first k candidates (default: all).")
-    ] = None,
-    beam: Annotated[int, typer.Option(min=1, help="Candidates per iteration.")] = 2,
-    time_budget: Annotated[float | None, typer.Option(help="Seconds for the whole run.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="Dollars of model calls at most.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Model tokens at most.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the built-in policy's search.")] = 0,
-    out_dir: Annotated[
-        str | None, typer.Option("--out", help="Folder for the best kernel (default: AGENTKERN_HOME/runs/RUN_ID).")
-    ] = None,
-    resume: Annotated[str | None, typer.Option(help="Continue a run that was interrupted.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
-    size: Annotated[
-        str | None, typer.Option(help="Problem size: cpu or gpu (the problem's SIZES; default: the target picks).")
-    ] = None,
+    ctx: typer.Context,
+    problem: ProblemArg = None,
+    target: Target = "auto",
+    backend: Backend = None,
+    model: Model = None,
+    api_base: ApiBase = None,
+    max_iters: MaxIters = 8,
+    patience: Patience = 3,
+    min_gain: MinGain = 0.01,
+    k: K = None,
+    beam: Beam = 2,
+    time_budget_s: TimeBudget = None,
+    max_cost: MaxCost = None,
+    max_tokens: MaxTokens = None,
+    seed: Seed = 0,
+    out: OutDir = None,
+    resume: Resume = None,
+    json_out: JsonEnd = False,
+    size: Size = None,
     workers: Workers = None,
     executor: Executor = "local",
     ray_address: RayAddress = None,
 ) -> None:
     """Run the planner/coder/compiler/profiler/critic loop and keep the fastest correct kernel."""
+    import dataclasses
+
     from agentkern.loop import run as optimize
     from agentkern.loop.deps import OptimizeOptions
     from agentkern.loop.progress import progress_for
+    from agentkern.traces.describe import beats_reference
 
     if problem is None and resume is None:
         raise UserError(
             "say which problem to optimise (an op name such as softmax, or a problem file), or --resume RUN_ID"
         )
-    opts = OptimizeOptions(
-        problem=problem or "",
-        target=target,
-        backend=backend,
-        model=model,
-        api_base=api_base,
-        max_iters=max_iters,
-        patience=patience,
-        min_gain=min_gain,
-        k=k,
-        beam=beam,
-        time_budget_s=time_budget,
-        max_cost=max_cost,
-        max_tokens=max_tokens,
-        seed=seed,
-        out=out_dir,
-        size=size,
-        executor=executor,
-        workers=workers,
-        ray_address=ray_address,
-    )
-    with progress_for(f"agentkern optimize {problem or resume}", json_out) as progress:
+    # The parameters are named as OptimizeOptions' fields.
+    given = {f.name: ctx.params[f.name] for f in dataclasses.fields(OptimizeOptions) if f.name != "problem"}
+    opts = OptimizeOptions(problem=problem or "", **given)
+    # A resumed run keeps its own --max-iters, which the live view does not know yet.
+    with progress_for(f"agentkern optimize {problem or resume}", json_out, None if resume else max_iters) as progress:
         result = optimize.run(opts, resume=resume, on_event=progress)
+    result["beats_reference"] = beats_reference(result["best"])
     if json_out:
         print(json.dumps(result, indent=2, default=str))
-        return
+    else:
+        print_optimize_result(result)
+
+
+def print_optimize_result(result: dict) -> None:
     best = result["best"]
     out.print(
         f"run {result['run_id']}: {result['iterations']} iterations, {result['candidates']} candidates; "
@@ -222,13 +239,39 @@ def optimize_command(
             highlight=False,
         )
     elif best:
+        colour = "green" if result["beats_reference"] else "yellow"
         out.print(
-            f"[bold green]best {best['speedup']:.2f}x[/] ({best['strategy']}), {best['kernel_ms']:.4g} ms vs "
+            f"[bold {colour}]best {best['speedup']:.2f}x[/] ({best['strategy']}), {best['kernel_ms']:.4g} ms vs "
             f"{best['reference_ms']:.4g} ms: {best['path']}",
             highlight=False,
         )
     else:
         out.print("[bold yellow]no correct candidate found[/]", highlight=False)
+    if best and not result["beats_reference"]:
+        how = " (as the cost model predicts it)" if best.get("predicted") else ""
+        out.print(
+            f"[bold yellow]nothing beat the reference{how}:[/] the fastest correct kernel is {best['speedup']:.2f}x, "
+            "not faster than PyTorch; it is written out for reference only",
+            highlight=False,
+        )
+    noise = best_timing_noise(result)
+    if noise:
+        out.print(f"[bold yellow]{noise}[/]", highlight=False)
+
+
+def best_timing_noise(result: dict) -> str | None:
+    """The run store's timing statistics of the best kernel, flagged when they were noisy (traces/describe.py)."""
+    if not result["best"] or result["best"].get("predicted"):
+        return None
+    from agentkern.loop.run import open_store
+    from agentkern.traces import describe
+    from agentkern.traces.trace import load
+
+    store = open_store()
+    try:
+        return describe.noise_note(load(store, result["run_id"]).candidate(result["best"]["candidate"]))
+    finally:
+        store.close()
 
 
 @app.command("targets")
@@ -264,13 +307,45 @@ from agentkern.traces.cli import app as traces_app  # noqa: E402  (reads the run
 app.add_typer(traces_app, name="traces")
 
 
+def _version(value: bool) -> None:
+    if value:
+        try:
+            version = metadata.version("agentkern")
+        except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+            from agentkern import __version__ as version
+        print(f"agentkern {version}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool | None, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = None,
+) -> None:
+    pass
+
+
+def _error(message: str, exit_code: int) -> NoReturn:
+    # One line, never wrapped: CI logs and scripts read it.
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    sys.exit(exit_code)
+
+
 def main() -> None:
     try:
-        app()
+        # Not standalone: click's errors come back here, to be said in one line like agentkern's own.
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:  # click's (typer's) errors: a bad value, a missing argument, ...
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help is printed already (typer tells it so too)
+            sys.exit(exc.exit_code)
+        ctx = getattr(exc, "ctx", None)
+        where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+        _error(" ".join(exc.format_message().split()) + where, exc.exit_code)
+    except typer.Abort:  # end of input at a prompt
+        _error("aborted", 1)
     except UserError as exc:
-        # One line, never wrapped: CI logs and scripts read it.
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
+        _error(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted", soft_wrap=True)
         sys.exit(130)
@@ -288,3 +363,4 @@ def main() -> None:
             soft_wrap=True,
         )
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) in a command comes back as n

@@ -6,7 +6,7 @@ import ast
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 import threading
 from pathlib import Path
 from typing import Any
@@ -32,12 +32,18 @@ def sha256_text(*parts: str) -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write through a temp file and rename, so a reader never sees half a file."""
+    """Write through a temp file and rename, so a reader never sees half a file. The file gets the mode any
+    new file gets (0644 under the usual umask), not mkstemp's private 0600: reports and exports are shared."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
@@ -57,13 +63,3 @@ def one_line(text: str | None, limit: int = 300) -> str | None:
 
 def tail(text: str, max_chars: int = 4000) -> str:
     return text if len(text) <= max_chars else "..." + text[-max_chars:]
-
-
-def env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        return default

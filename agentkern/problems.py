@@ -35,18 +35,26 @@ def known_problems() -> list[str]:
 def resolve_problem(op_or_path: str) -> Path:
     """An op name (`softmax`) resolves to kernels_dataset/problems/softmax.py; a path is taken as is."""
     path = Path(op_or_path).expanduser()
-    if path.suffix == ".py" or path.exists() or "/" in op_or_path:
+    is_path = path.suffix == ".py" or "/" in op_or_path or path.is_file()
+    shipped = problem_dir() / f"{op_or_path}.py"
+    if not is_path and shipped.is_file():  # an op name, even where a folder of that name is in the way
+        return shipped.resolve()
+    if path.is_dir():
+        raise UserError(
+            f"{op_or_path} is a directory, not a problem file: give one of its .py files "
+            "(`agentkern bench` takes a folder of problems)"
+        )
+    if is_path:
         if not path.is_file():
             raise UserError(f"problem file not found: {op_or_path}")
         return path.resolve()
-    candidate = problem_dir() / f"{op_or_path}.py"
-    if candidate.is_file():
-        return candidate.resolve()
     names = ", ".join(known_problems()) or "(none shipped)"
     raise UserError(f"unknown problem '{op_or_path}': not a file, and not one of: {names}")
 
 
 def _parse(path: Path, what: str) -> SourceFile:
+    if path.is_dir():
+        raise UserError(f"{what} {path} is a directory, not a file")
     if not path.is_file():
         raise UserError(f"{what} file not found: {path}")
     try:

@@ -1,25 +1,35 @@
-"""Plain dataclasses shared across agentkern. No torch here: the parent process never imports it."""
+"""The records agentkern passes around, in one place. No torch here: the parent process never imports it.
 
-from __future__ import annotations
+Dataclasses for what stays in the process (Target, EvalOptions, EvalResult); TypedDicts for the records that
+are stored or checkpointed (Draft, Verdict, Candidate, OpSpec, ...): at run time they are plain dicts, so
+LangGraph's SQLite checkpointer and the run store keep them as JSON. (No `from __future__ import
+annotations` here: it would hide NotRequired from the TypedDicts' __required_keys__.)
+"""
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, Required, TypedDict, get_args
 
 # The verdicts `agentkern eval --json` may give. CI jobs switch on these: keep them stable.
 # "unverified": built but could not be run here (a CUDA kernel on a machine without a GPU).
-STATUSES = (
-    "ok",
-    "incorrect",
-    "compile_error",
-    "runtime_error",
-    "timeout",
-    "crashed",
-    "rejected",
-    "unverified",
-)
 Status = Literal["ok", "incorrect", "compile_error", "runtime_error", "timeout", "crashed", "rejected", "unverified"]
-Backend = Literal["cpp", "triton", "cuda", "torch"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+# A candidate's status: a harness verdict, or "no_code" (the coder produced no file to evaluate) or
+# "infeasible" (correct in the interpreter, but the cost model says it would not launch on the target GPU).
+CandidateStatus = Literal[Status, "no_code", "infeasible"]
+CANDIDATE_STATUSES: tuple[CandidateStatus, ...] = get_args(CandidateStatus)
+Backend = str  # a name in agentkern.backends.names() (one module each), or "torch": no kernel of its own
 TimingMode = Literal["offline", "server"]
+
+# What the built-in recogniser names a problem (OpSpec "family"): one template family each
+# (policies/builtin/templates.py), and the groups the cost model (targets/costmodel.py) prices alike.
+Family = Literal[
+    "softmax", "log_softmax", "layernorm", "rmsnorm", "reduce", "elementwise", "matmul", "linear", "bmm", "attention"
+]
+FAMILIES: tuple[Family, ...] = get_args(Family)
+GEMM_FAMILIES: tuple[Family, ...] = ("matmul", "linear", "bmm")
+ROW_FAMILIES: tuple[Family, ...] = ("softmax", "log_softmax", "layernorm", "rmsnorm", "reduce")
+# torch's dtype names -> the short ones of Target.peak_tflops keys and of messages.
+DTYPE_SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +93,7 @@ class EvalResult:
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> "Verdict":
         return {
             "status": self.status,
             "correct": self.correct,
@@ -94,3 +104,178 @@ class EvalResult:
             "error": self.error,
             "details": self.details,
         }
+
+
+# ---- records of the optimisation loop (agentkern/loop/) -------------------------------------------------
+
+
+class Verdict(TypedDict):
+    """EvalResult.to_json(): the harness's verdict on one candidate, as stored and checkpointed. The
+    compiler node gives a draft without code a verdict of its own ("no_code", no timings)."""
+
+    status: CandidateStatus
+    correct: bool
+    speedup: NotRequired[float | None]
+    reference_ms: NotRequired[float | None]
+    kernel_ms: NotRequired[float | None]
+    roofline_fraction: NotRequired[float | None]
+    error: str | None
+    details: dict[str, Any]  # timing, bound, work, roofline_bound_ms, suspicious, rejected_because, ...
+
+
+class Draft(TypedDict):
+    """A candidate before evaluation: what Policy.write() returns, stamped by the coder node with `id` and
+    `iteration` (it takes `tokens` and `cost_usd` off into the run's totals)."""
+
+    strategy: str  # "family:<algorithm>/<tiling>" (the built-in policy) or "<planner's strategy>/<j>" (an LLM's)
+    params: dict[str, Any]  # the template's parameters; {} for a hand-written (LLM) candidate
+    parent: str | None  # the candidate it was derived from
+    # The solution file; None when the coder has none (then `error` says why). Left out of the copies in the
+    # compiler's results and the run store's steps: the code is in the candidate's file.
+    source: NotRequired[str | None]
+    error: str | None
+    id: NotRequired[str]  # "ITERATION-INDEX", e.g. "003-1"
+    iteration: NotRequired[int]
+    tokens: NotRequired[int]
+    cost_usd: NotRequired[float]
+
+
+class EvaluatedDraft(TypedDict):
+    """The compiler node's result for one draft: the draft (without its source), its file and its verdict."""
+
+    draft: Draft
+    path: str | None  # None for a draft without code
+    verdict: Verdict
+
+
+class VerdictSummary(TypedDict, total=False):
+    """The part of a verdict a candidate record keeps, and the cost model's prediction when there is one."""
+
+    status: CandidateStatus
+    rejected_because: str | None
+    suspicious: Any
+    timing_unavailable: str | None
+    prediction: dict[str, Any]  # costmodel.Prediction.to_json()
+
+
+class CandidateRecord(TypedDict):
+    """What a candidate record has wherever it is read: in the run's state and as stored."""
+
+    id: str
+    iteration: int
+    strategy: str
+    params: dict[str, Any]
+    parent: str | None
+    path: str | None
+    status: CandidateStatus
+    correct: bool  # the harness said correct and nothing about it was suspicious
+    speedup: float | None  # reference_ms / kernel_ms: measured, or predicted when `predicted`
+    kernel_ms: float | None
+    reference_ms: float | None
+    roofline_fraction: float | None
+    predicted: bool  # the times come from the cost model: the target GPU was not here
+    error: str | None
+    verdict: VerdictSummary
+
+
+class Candidate(CandidateRecord):
+    """An evaluated candidate, as the profiler node records it (state "candidates", the run store)."""
+
+    bound: str | None  # "memory" | "compute"
+    counters: NotRequired[dict[str, Any]]  # perf/ncu counters, for a candidate that beat the best so far
+
+
+class StoredCandidate(CandidateRecord):
+    """A candidate as read back from the run store (agentkern.traces): the record's stored columns, the row's
+    own, and the harness's evidence (agentkern.traces.evidence)."""
+
+    run_id: str
+    candidate_id: str
+    ts: float
+    source: str | None
+    compile_log: str | None
+    correctness: dict[str, Any] | None
+    timing: dict[str, Any] | None
+
+
+class Elite(TypedDict):
+    """A strategy family's best candidate, in the few fields the planner and critic see."""
+
+    id: str
+    strategy: str
+    params: dict[str, Any]
+    speedup: float
+    roofline_fraction: float | None
+
+
+class Plan(TypedDict, total=False):
+    """What Policy.plan() returns; the coder reads it back."""
+
+    summary: Required[str]  # one line, for the run store and the live view
+    # the built-in policy: the parent whose neighbours the coder proposes, and the search stage
+    parent: str | None
+    parent_params: dict[str, Any]
+    stage: int
+    # an LLM policy: the planner's reply and the strategy named in it, and what the call cost
+    strategy: str
+    text: str
+    tokens: int
+    cost_usd: float
+
+
+class BestKernel(TypedDict):
+    """The best kernel of a run, as `agentkern optimize --json` gives it."""
+
+    correct: bool
+    speedup: float
+    kernel_ms: float | None
+    reference_ms: float | None
+    path: str  # where best_<problem>.py was written
+    strategy: str
+    candidate: str  # its candidate id
+    roofline_fraction: float | None
+    predicted: bool  # True: the target GPU was not here; the figures come from the cost model
+
+
+class RunResult(TypedDict):
+    """What an optimisation run returns (loop/run.py), printed by `agentkern optimize --json`: a stable
+    contract that CI jobs read (docs/optimize.md)."""
+
+    run_id: str
+    best: BestKernel | None
+    iterations: int
+    candidates: int
+    correct_candidates: int
+    speedup_history: list[float]  # speedup@k after each iteration
+    stopped_because: str
+    tokens: int
+    cost_usd: float
+    target: str
+    backend: str
+    problem: str
+    size: str | None
+
+
+# One kernel eager PyTorch launches for the reference: its op, elements read ("in", a keyword: hence this
+# spelling) and written, and a GEMM's flops.
+EagerOp = TypedDict("EagerOp", {"op": str, "in": int, "out": int, "flops": NotRequired[int]})
+
+
+class OpSpec(TypedDict):
+    """What a problem computes, as the built-in recogniser (policies/builtin/recognize.py) sees it: the input
+    of the templates (templates.render) and of the cost model (targets/costmodel.py). `family` is None when
+    the problem is not understood, and `reason` says why."""
+
+    family: Family | None
+    reason: str | None
+    dtype: str | None  # "float32", "float16", ...: the inputs' floating dtype
+    input_shapes: list[list[int] | None]
+    output_shape: list[int] | None
+    init_args: list[Any]
+    attrs: dict[str, Any]  # the family's: softmax {input, scale}, gemm {a, b, M, N, K, batch}, ...
+    epilogue: list[dict[str, Any]]  # elementwise steps after the core op: {op, scalar | input | param, ...}
+    param_paths: dict[str, str]  # a template's parameter name -> the Model's attribute path
+    model_source: str  # the reference's Model, renamed, for a solution to rebuild identical parameters
+    frontend: str | None  # "fx" | "dispatch": which trace understood it
+    size: str | None  # the problem size it was analysed at (agentkern/sizes.py)
+    eager_ops: NotRequired[list[EagerOp]]  # for a recognised problem only

@@ -9,7 +9,7 @@ In a fresh AGENTKERN_HOME (a temporary folder; HF_HUB_OFFLINE=1 so nothing can b
   query        median and max of --queries filtered queries, in process, after one warm-up query
   cli query    `agentkern kb query ...` in a new process on the built index
   recall@k     over tests/data/kb_eval.jsonl (when it exists) against knowledge_base/ and kernels_dataset/,
-               with each question's target and backend filters, as tests/test_kb.py measures it
+               with each question's target and backend filters, as tests/unit/test_kb.py measures it
 It prints figures; it asserts nothing.
 """
 

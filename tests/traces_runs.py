@@ -17,9 +17,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import ROOT, fast_options
 from langgraph.checkpoint.sqlite import SqliteSaver
-from test_graph_scripted import COMPILE_ERROR, GOOD, NO_CODE, WRONG
+from relu_replies import COMPILE_ERROR, GOOD, NO_CODE, WRONG
+from support import ROOT, fast_options
 
 from agentkern.loop import run as optimize
 from agentkern.loop.deps import OptimizeOptions

@@ -64,65 +64,86 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+# The options of `bench run`, declared once here so that the command reads as a list of them.
+SuiteArg = Annotated[
+    str,
+    typer.Argument(
+        help="kernels_dataset, a name under kernels_dataset/, a folder of problem files, or a KernelBench checkout."
+    ),
+]
+Model = Annotated[str | None, typer.Option(help="A litellm model string; default: the built-in policy.")]
+ApiBase = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
+MaxIters = Annotated[int, typer.Option(min=1, help="Iterations per problem.")]
+Beam = Annotated[int, typer.Option(min=1, help="Candidates per iteration.")]
+K = Annotated[int, typer.Option(min=1, help="k of pass@k and speedup@k (the first k candidates of each problem).")]
+Baseline = Annotated[str, typer.Option(help="Speedups in the metrics are over eager PyTorch or torch.compile.")]
+Size = Annotated[str | None, typer.Option(help="Problem sizes: cpu or gpu (default: the target picks).")]
+Seed = Annotated[int, typer.Option(help="Seed of the built-in policy's search.")]
+TimeBudget = Annotated[
+    float | None, typer.Option("--time-budget", min=0.0, help="Seconds per problem (checked between iterations).")
+]
+Limit = Annotated[int | None, typer.Option(min=1, help="Run only the first N problems.")]
+Only = Annotated[
+    list[str], typer.Option(help="Run only this problem (its name, e.g. softmax or level1/19_ReLU); repeatable.")
+]
+KernelsDir = Annotated[str | None, typer.Option(help="Copy each problem's best kernel to DIR/<problem>/.")]
+CompileBaseline = Annotated[
+    bool, typer.Option("--compile-baseline/--no-compile-baseline", help="Time torch.compile for each solved problem.")
+]
+Compare = Annotated[
+    str | None, typer.Option(help="An earlier --json report: list what broke or got slower; exit 1 if any.")
+]
+Threshold = Annotated[
+    float, typer.Option(min=0.0, help="Relative speedup drop that counts as slower (with --compare).")
+]
+Workers = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Evaluations at once, and problems in flight "
+        "(default: 1 locally; the cluster's size with --executor ray).",
+    ),
+]
+Executor = Annotated[str, typer.Option(help="Where candidates are evaluated: local (sandbox workers here) or ray.")]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(help="An existing Ray cluster (HOST:6379 or ray://HOST:10001); default: a local Ray instance."),
+]
+
+
 @app.command("run")
 def run_command(
-    suite: Annotated[
-        str,
-        typer.Argument(
-            help="kernels_dataset, a name under kernels_dataset/, a folder of problem files, or a KernelBench checkout."
-        ),
-    ],
+    ctx: typer.Context,
+    suite: SuiteArg,
     target: Target = "auto",
-    model: Annotated[str | None, typer.Option(help="A litellm model string; default: the built-in policy.")] = None,
-    api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
-    max_iters: Annotated[int, typer.Option(min=1, help="Iterations per problem.")] = 4,
-    beam: Annotated[int, typer.Option(min=1, help="Candidates per iteration.")] = 2,
-    k: Annotated[
-        int, typer.Option(min=1, help="k of pass@k and speedup@k (the first k candidates of each problem).")
-    ] = 1,
-    baseline: Annotated[
-        str, typer.Option(help="Speedups in the metrics are over eager PyTorch or torch.compile.")
-    ] = "eager",
-    size: Annotated[str | None, typer.Option(help="Problem sizes: cpu or gpu (default: the target picks).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the built-in policy's search.")] = 0,
-    time_budget: Annotated[float | None, typer.Option(help="Seconds per problem (checked between iterations).")] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Run only the first N problems.")] = None,
-    only: Annotated[
-        list[str], typer.Option(help="Run only this problem (its name, e.g. softmax or level1/19_ReLU); repeatable.")
-    ] = [],
-    kernels_dir: Annotated[str | None, typer.Option(help="Copy each problem's best kernel to DIR/<problem>/.")] = None,
-    compile_baseline: Annotated[
-        bool,
-        typer.Option("--compile-baseline/--no-compile-baseline", help="Time torch.compile for each solved problem."),
-    ] = True,
-    compare: Annotated[
-        str | None, typer.Option(help="An earlier --json report: list what broke or got slower; exit 1 if any.")
-    ] = None,
-    threshold: Annotated[
-        float, typer.Option(min=0.0, help="Relative speedup drop that counts as slower (with --compare).")
-    ] = 0.10,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Evaluations at once, and problems in flight (default: 1 locally; the cluster's size with --executor ray).",
-        ),
-    ] = None,
-    executor: Annotated[
-        str, typer.Option(help="Where candidates are evaluated: local (sandbox workers here) or ray.")
-    ] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(help="An existing Ray cluster (HOST:6379 or ray://HOST:10001); default: a local Ray instance."),
-    ] = None,
+    model: Model = None,
+    api_base: ApiBase = None,
+    max_iters: MaxIters = 4,
+    beam: Beam = 2,
+    k: K = 1,
+    baseline: Baseline = "eager",
+    size: Size = None,
+    seed: Seed = 0,
+    time_budget_s: TimeBudget = None,
+    limit: Limit = None,
+    only: Only = [],
+    kernels_dir: KernelsDir = None,
+    compile_baseline: CompileBaseline = True,
+    compare: Compare = None,
+    threshold: Threshold = 0.10,
+    workers: Workers = None,
+    executor: Executor = "local",
+    ray_address: RayAddress = None,
     json_out: JsonOut = False,
     out_file: OutFile = None,
 ) -> None:
     """Optimise every problem of SUITE; per-problem rows and suite metrics (fast_p, pass@k, speedup@k, geomean)."""
+    import dataclasses
+
     from agentkern.bench import compare as C
-    from agentkern.bench.runner import BenchOptions, run_suite
+    from agentkern.bench.runner import BenchOptions
     from agentkern.bench.suites import resolve_suite
-    from agentkern.bench.summary import build_report, markdown, progress_line
+    from agentkern.bench.summary import markdown
     from agentkern.targets import get_target
 
     if baseline not in ("eager", "compile"):
@@ -132,46 +153,9 @@ def run_command(
     previous = C.load_report(compare) if compare else None  # a bad file fails now, not after an hour
     tgt = get_target(target)
     found = resolve_suite(suite, limit, only)
-    opts = BenchOptions(
-        target=tgt.name,
-        model=model,
-        api_base=api_base,
-        max_iters=max_iters,
-        beam=beam,
-        k=k,
-        baseline=baseline,
-        size=size,
-        seed=seed,
-        time_budget_s=time_budget,
-        kernels_dir=kernels_dir,
-        compile_baseline=compile_baseline,
-        executor=executor,
-        workers=workers,
-        ray_address=ray_address,
-    )
-    _say(
-        f"agentkern bench {found.name}: {len(found.problems)} problems from {found.root} on {tgt.name}, "
-        f"model {model or 'builtin'}, --max-iters {max_iters}"
-    )
-    if size is None:
-        from agentkern.sizes import default_size
-        from agentkern.targets import is_present
-
-        _, note = default_size(tgt, is_present(tgt))
-        if note:
-            _say(f"size: {note}")
-    from agentkern.executors import make_executor
-
-    with make_executor(executor, workers, ray_address, tgt.kind, tgt.name) as runner:  # bad input fails here
-        _say(f"candidates evaluated by the {runner.describe()}")
-        rows = run_suite(
-            found,
-            opts,
-            on_row=lambda i, n, row: _say(progress_line(i, n, row)),
-            executor=runner,
-            on_baseline=lambda i, n, name: _say(f"[torch.compile baseline {i}/{n}] {name}"),
-        )
-    report = build_report(found.name, tgt.name, opts, rows)
+    # The parameters are named as BenchOptions' fields.
+    given = {f.name: ctx.params[f.name] for f in dataclasses.fields(BenchOptions) if f.name != "target"}
+    report = _run_suite(found, tgt, BenchOptions(target=tgt.name, **given))
     result = None
     if previous is not None:
         result = C.compare(previous, report, threshold)
@@ -182,6 +166,36 @@ def run_command(
             _say(line)
         if result["regressed"]:
             raise typer.Exit(1)
+
+
+def _run_suite(found, tgt, opts) -> dict:
+    """Say what runs where (stderr), run every problem of the suite, and build the report."""
+    from agentkern.bench.runner import run_suite
+    from agentkern.bench.summary import build_report, progress_line
+    from agentkern.executors import make_executor
+
+    _say(
+        f"agentkern bench {found.name}: {len(found.problems)} problems from {found.root} on {tgt.name}, "
+        f"model {opts.model or 'builtin'}, --max-iters {opts.max_iters}"
+    )
+    if opts.size is None:
+        from agentkern.sizes import default_size
+        from agentkern.targets import is_present
+
+        _, note = default_size(tgt, is_present(tgt))
+        if note:
+            _say(f"size: {note}")
+    # Bad input (an unknown executor, no Ray) fails here, before any problem runs.
+    with make_executor(opts.executor, opts.workers, opts.ray_address, tgt.kind, tgt.name) as runner:
+        _say(f"candidates evaluated by the {runner.describe()}")
+        rows = run_suite(
+            found,
+            opts,
+            on_row=lambda i, n, row: _say(progress_line(i, n, row)),
+            executor=runner,
+            on_baseline=lambda i, n, name: _say(f"[torch.compile baseline {i}/{n}] {name}"),
+        )
+    return build_report(found.name, tgt.name, opts, rows)
 
 
 @app.command("compare")

@@ -47,40 +47,9 @@ def compare(previous: dict, current: dict, threshold: float = 0.10) -> dict:
         if old is None:
             changes.append(_change(name, "new", None, _speedup(row, baseline), f"{name}: new ({row['status']})"))
             continue
-        s_old, s_new = _speedup(old, baseline), _speedup(row, baseline)
-        was_ok, is_ok = old.get("status") == "ok", row.get("status") == "ok"
-        mark = " (predicted)" if old.get("predicted") or row.get("predicted") else ""
-        if was_ok and not is_ok:
-            why = f": {row['reason']}" if row.get("reason") else ""
-            changes.append(
-                _change(name, "broke", s_old, None, f"{name}: BROKE, was {_x(s_old)}, now {row['status']}{why}")
-            )
-        elif not was_ok and is_ok:
-            changes.append(_change(name, "fixed", None, s_new, f"{name}: fixed, now {_x(s_new)}{mark}"))
-        elif was_ok and s_old and s_new is not None:
-            change = s_new / s_old - 1.0
-            if change < -threshold:
-                changes.append(
-                    _change(
-                        name,
-                        "slower",
-                        s_old,
-                        s_new,
-                        f"{name}: SLOWER {_x(s_old)} -> {_x(s_new)} ({change:+.0%}){mark}",
-                        change,
-                    )
-                )
-            elif change > threshold:
-                changes.append(
-                    _change(
-                        name,
-                        "improved",
-                        s_old,
-                        s_new,
-                        f"{name}: improved {_x(s_old)} -> {_x(s_new)} ({change:+.0%}){mark}",
-                        change,
-                    )
-                )
+        change = _row_change(name, old, row, baseline, threshold)
+        if change is not None:
+            changes.append(change)
     for name, old in before.items():
         changes.append(
             _change(
@@ -100,6 +69,28 @@ def compare(previous: dict, current: dict, threshold: float = 0.10) -> dict:
         "geomean_before": (previous.get("metrics") or {}).get("geomean_speedup"),
         "geomean_after": (current.get("metrics") or {}).get("geomean_speedup"),
     }
+
+
+def _row_change(name: str, old: dict, row: dict, baseline: str, threshold: float) -> dict | None:
+    """How one problem changed between the reports: broke, fixed, slower, improved, or None (within threshold)."""
+    s_old, s_new = _speedup(old, baseline), _speedup(row, baseline)
+    was_ok, is_ok = old.get("status") == "ok", row.get("status") == "ok"
+    mark = " (predicted)" if old.get("predicted") or row.get("predicted") else ""
+    if was_ok and not is_ok:
+        why = f": {row['reason']}" if row.get("reason") else ""
+        return _change(name, "broke", s_old, None, f"{name}: BROKE, was {_x(s_old)}, now {row['status']}{why}")
+    if not was_ok and is_ok:
+        return _change(name, "fixed", None, s_new, f"{name}: fixed, now {_x(s_new)}{mark}")
+    if not (was_ok and s_old and s_new is not None):
+        return None
+    change = s_new / s_old - 1.0
+    if change < -threshold:
+        message = f"{name}: SLOWER {_x(s_old)} -> {_x(s_new)} ({change:+.0%}){mark}"
+        return _change(name, "slower", s_old, s_new, message, change)
+    if change > threshold:
+        message = f"{name}: improved {_x(s_old)} -> {_x(s_new)} ({change:+.0%}){mark}"
+        return _change(name, "improved", s_old, s_new, message, change)
+    return None
 
 
 def _change(name, kind, before, after, message, change=None) -> dict:

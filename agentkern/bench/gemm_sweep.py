@@ -16,6 +16,7 @@ import random
 import statistics
 from collections.abc import Callable
 
+from agentkern import backends
 from agentkern.errors import UserError
 
 CUDA_L2_DIMS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384)  # the paper's 1000 shapes
@@ -80,15 +81,32 @@ def summarize(rows: list[dict], mode: str) -> dict:
     }
 
 
+def _judge_modes(problem, solution, target: str, pool) -> dict:
+    """The harness's verdict on one shape's kernel, once per timing mode."""
+    from agentkern.harness import evaluate
+    from agentkern.types import EvalOptions
+
+    verdicts = {}
+    for mode in MODES:
+        result = evaluate(problem, solution, target, EvalOptions(mode=mode), pool=pool)
+        verdicts[mode] = {
+            "status": result.status,
+            "speedup": result.speedup,
+            "kernel_ms": result.kernel_ms,
+            "reference_ms": result.reference_ms,
+            "error": result.error,
+        }
+    return verdicts
+
+
 def run_sweep(
     target: str, dtype: str = "fp16", count: int | None = 20, on_shape: Callable[[int, int, dict], None] | None = None
 ) -> dict:
     from agentkern import targets as T
     from agentkern.config import home
-    from agentkern.harness import WarmPool, evaluate
+    from agentkern.harness import WarmPool
     from agentkern.policies.builtin import templates
     from agentkern.policies.builtin.analysis import analyze_problem
-    from agentkern.types import EvalOptions
 
     if dtype not in DTYPES:
         raise UserError(f"--dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
@@ -98,7 +116,7 @@ def run_sweep(
     notes = []
     if tgt.kind == "cpu" and dtype != "fp32":
         notes.append(f"{dtype} on a CPU: the C++ template widens the operands to fp32 and accumulates in fp32")
-    backend = "cpp" if tgt.kind == "cpu" else "triton"
+    backend = backends.default_for(tgt.kind)  # what `optimize` writes for this target by default
     folder = home() / "bench" / "gemm-sweep" / f"{tgt.name}-{dtype}"
     folder.mkdir(parents=True, exist_ok=True)
     shapes = sweep_shapes(count, tgt.kind)
@@ -120,15 +138,7 @@ def run_sweep(
             solution = folder / f"gemm_{m}x{n}x{k}_{backend}.py"
             solution.write_text(source)
             row = {"M": m, "N": n, "K": k, "problem": str(problem), "solution": str(solution)}
-            for mode in MODES:
-                result = evaluate(problem, solution, tgt.name, EvalOptions(mode=mode), pool=pool)
-                row[mode] = {
-                    "status": result.status,
-                    "speedup": result.speedup,
-                    "kernel_ms": result.kernel_ms,
-                    "reference_ms": result.reference_ms,
-                    "error": result.error,
-                }
+            row.update(_judge_modes(problem, solution, tgt.name, pool))
             rows.append(row)
             if on_shape:
                 on_shape(i, len(shapes), row)

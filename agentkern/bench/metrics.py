@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from agentkern.candidates import speedup_at_k_of
+
 FAST_P = {"fast_0": 0.0, "fast_1": 1.0, "fast_1_5": 1.5, "fast_2": 2.0}
 
 
@@ -63,16 +65,11 @@ def pass_at_k(counts: Sequence[tuple[int, int]], k: int) -> float | None:
     return sum(pass_at_k_one(n, c, k) for n, c in counts) / len(counts)
 
 
-def speedup_at_k_one(candidate_speedups: Sequence[float | None], k: int) -> float:
-    first = [s for s in list(candidate_speedups)[:k] if s is not None]
-    return max(first, default=0.0)
-
-
 def speedup_at_k(per_problem: Sequence[Sequence[float | None]], k: int) -> float | None:
     """Mean over problems of the best correct speedup among each problem's first k candidates (0 if none)."""
     if not per_problem:
         return None
-    return sum(speedup_at_k_one(c, k) for c in per_problem) / len(per_problem)
+    return sum(speedup_at_k_of(c, k) for c in per_problem) / len(per_problem)
 
 
 def geomean(speedups: Sequence[float | None | bool]) -> float | None:

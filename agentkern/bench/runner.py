@@ -19,6 +19,7 @@ from pathlib import Path
 from agentkern.bench.suites import ProblemRef, Suite
 from agentkern.errors import UserError
 from agentkern.helpers import one_line
+from agentkern.types import RunResult
 
 ROW_STATUSES = ("ok", "failed", "unsupported", "timeout", "error")
 
@@ -116,7 +117,7 @@ def run_problem(ref: ProblemRef, opts: BenchOptions, executor=None, baseline=Non
     return row
 
 
-def _fill(row: dict, result: dict) -> None:
+def _fill(row: dict, result: RunResult) -> None:
     from agentkern.loop.run import open_store
 
     store = open_store()

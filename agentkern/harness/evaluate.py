@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from agentkern import sizes
+from agentkern import backends, sizes
 from agentkern import targets as T
 from agentkern.config import cache_dir, home
 from agentkern.errors import UserError
@@ -31,19 +31,20 @@ GPU_FLUSH_BYTES = 256 * 2**20  # Triton's do_bench flushes L2 with a 256 MB buff
 
 def _plan(target: Target, backend: str) -> tuple[str, str]:
     """(device, timing) for a backend on a target; timing is "measure" or why it is unavailable."""
+    b = backends.get(backend) if backend in backends.names() else None  # None: "torch", no kernel of its own
+    if b is not None and b.device_kind != target.kind and b.wrong_target_solution is not None:
+        raise UserError(b.wrong_target_solution.format(target=target.name))
+    interpreted = b is not None and b.without_hardware == "interpreter"
     if target.kind == "cpu":
-        if backend == "cuda":
-            raise UserError("this solution is a CUDA kernel: choose a GPU target (e.g. --target h100)")
-        if backend == "triton":
-            return "cpu", "Triton has no CPU backend here: correctness checked with the Triton interpreter, no timing"
+        if interpreted and b.device_kind != "cpu":
+            checked = f"correctness checked with the {b.display} interpreter"
+            return "cpu", f"{b.display} has no CPU backend here: {checked}, no timing"
         return "cpu", "measure"
-    if backend == "cpp":
-        raise UserError(f"C++ kernels run on the CPU: use --target cpu, not {target.name}")
     if T.is_present(target):
         return "cuda", "measure"
     where = f"no {target.display_name} on this machine"
-    if backend == "triton":
-        return "cpu", f"{where}: correctness checked with the Triton interpreter, timing not measured"
+    if interpreted:
+        return "cpu", f"{where}: correctness checked with the {b.display} interpreter, timing not measured"
     return "cpu", f"{where}: correctness checked on the CPU, timing not measured"
 
 
@@ -52,10 +53,9 @@ def _env(device: str, backend: str, threads: int | None, workdir: Path) -> dict[
     # load_inline needs ninja, which pip puts beside this interpreter: reachable even when the venv is
     # not activated (`.venv/bin/agentkern eval ...`).
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    # Every backend's caches, whichever this solution uses: a spare worker serves any backend.
+    env.update({var: str(cache_dir(kind)) for b in backends.all() for var, kind in b.cache_env.items()})
     env.update(
-        AGENTKERN_CPP_CACHE=str(cache_dir("cpp")),
-        TORCH_EXTENSIONS_DIR=str(cache_dir("torch_extensions")),
-        TRITON_CACHE_DIR=str(cache_dir("triton")),
         PYTHONDONTWRITEBYTECODE="1",
         TMPDIR=str(workdir),
         # Serve blocks up to 32 MiB (glibc's maximum) from the heap and never trim it, as CUDA's caching
@@ -67,8 +67,9 @@ def _env(device: str, backend: str, threads: int | None, workdir: Path) -> dict[
     )
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
-    if backend == "triton" and device == "cpu":
-        env["TRITON_INTERPRET"] = "1"  # must be set before the candidate's @triton.jit runs
+    b = backends.get(backend) if backend in backends.names() else None
+    if b is not None and device == "cpu" and b.device_kind == "gpu":
+        env.update(b.interpreter_env)  # read at import (TRITON_INTERPRET): before the candidate's kernels exist
     return env
 
 
@@ -151,7 +152,7 @@ def evaluate(
             details={**base, "rejected_because": rej.code, "check": "static"},
         )
 
-    if backend == "cuda" and device == "cpu":
+    if device == "cpu" and backend in backends.names() and backends.get(backend).without_hardware == "ptx":
         from agentkern.harness.modes.ptx import compile_check
 
         return compile_check(sol, tgt, base, opts)

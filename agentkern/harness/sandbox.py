@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentkern import backends
 from agentkern.helpers import atomic_write_json, one_line, tail
 
 POLL_S = 0.02
@@ -85,10 +86,8 @@ SPAWN_TIME_VARS = (
     "OMP_NUM_THREADS",
     "MALLOC_MMAP_THRESHOLD_",
     "MALLOC_TRIM_THRESHOLD_",
-    "AGENTKERN_CPP_CACHE",
-    "TORCH_EXTENSIONS_DIR",
-    "TRITON_CACHE_DIR",
-    "TRITON_INTERPRET",
+    # Every backend's caches and interpreter switch (agentkern/backends/): AGENTKERN_CPP_CACHE, TRITON_INTERPRET, ...
+    *dict.fromkeys(var for b in backends.all() for var in (*b.cache_env, *b.interpreter_env)),
 )
 PER_REQUEST_VARS = ("TMPDIR",)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
+from agentkern import backends
 from agentkern.harness.rejections import Rejected
 
 # Modules a kernel has no business importing, and the reason code each one implies.
@@ -59,8 +60,8 @@ FORBIDDEN_ATTRIBUTES = {
 }
 SIDE_STREAM_CALLS = {"stream"}  # torch.cuda.stream(s) context manager
 
-# Modules whose attributes a kernel must never assign: timers, sync, comparisons.
-PATCHABLE_ROOTS = {"time", "torch", "numpy", "np", "builtins", "triton"}
+# Modules whose attributes a kernel must never assign: timers, sync, comparisons, and the backends' own (triton).
+PATCHABLE_ROOTS = {"time", "torch", "numpy", "np", "builtins", *(m for b in backends.all() for m in b.python_modules)}
 
 # Threads started from native code outlive the call just like Python ones.
 NATIVE_THREAD = re.compile(r"std::thread|std::jthread|std::async|pthread_create")
@@ -73,14 +74,8 @@ PYTHON_C_API = re.compile(r"\b_?Py[A-Z_][A-Za-z_]*\s*\(|\bdlsym\s*\(")
 
 
 def detect_backend(source: str) -> str:
-    """cuda, triton, cpp or torch, by what the solution contains."""
-    if "cuda_sources" in source or "__global__" in source:
-        return "cuda"
-    if re.search(r"^\s*(import triton|from triton)", source, re.M) or "@triton.jit" in source:
-        return "triton"
-    if "compile_cpp" in source or "cpp_sources" in source or 'extern "C"' in source:
-        return "cpp"
-    return "torch"
+    """cuda, triton, cpp or torch, by what the solution contains: agentkern.backends.detect, the one detector."""
+    return backends.detect(source)
 
 
 def _module_aliases(tree: ast.Module) -> dict[str, str]:

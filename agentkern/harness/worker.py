@@ -16,6 +16,7 @@ import traceback
 import types
 from pathlib import Path
 
+from agentkern import backends  # at start-up: discovered before any candidate code runs
 from agentkern.helpers import atomic_write_json, one_line, tail
 
 READY_LINE = "agentkern-worker: imports done, waiting for a request"
@@ -53,12 +54,11 @@ def load_problem_module(path: str, name: str, size: str | None, register: bool =
 def _is_compile_failure(exc: BaseException) -> bool:
     from subprocess import CalledProcessError
 
-    from agentkern.native import CompileError
-
-    if isinstance(exc, (SyntaxError, CompileError, CalledProcessError, ImportError)):
+    if isinstance(exc, (SyntaxError, CalledProcessError, ImportError)):
         return True
-    name = type(exc).__name__
-    return name in {"CompilationError", "CompileTimeAssertionFailure"} or "Error building extension" in str(exc)
+    # Each backend's own "did not compile" (agentkern/backends/: Triton's CompilationError, load_inline's
+    # "Error building extension", compile_cpp's CompileError), matched by class name and message.
+    return any(b.compile_failed(type(exc).__name__, str(exc)) for b in backends.all())
 
 
 def _die_with_parent() -> None:

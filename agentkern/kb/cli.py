@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from agentkern import backends
 from agentkern.errors import UserError
 
 app = typer.Typer(
@@ -57,7 +58,11 @@ def build_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Index knowledge_base/, kernels_dataset/ and what was added (only what changed since the last build)."""
-    result = _kb(embedding).ensure_built(force=force)
+    kb = _kb(embedding)
+    result = kb.ensure_built(force=force)
+    if not result["documents"]:  # an install without its data folders, or AGENTKERN_DATA pointing elsewhere
+        where = ", ".join(str(p) for p in [*kb.sources.docs_dirs, kb.sources.dataset_dir] if p)
+        raise UserError(f"no documents to index: none found in {where} (AGENTKERN_DATA names the data folder)")
     if json_out:
         print(json.dumps(result, indent=2, default=str))
         return
@@ -82,7 +87,9 @@ def query_command(
     target: Annotated[
         str | None, typer.Option("--target", "-t", help="Only documents for this target (h100, cpu, ...).")
     ] = None,
-    backend: Annotated[str | None, typer.Option(help="Only documents for this backend (triton, cuda, cpp).")] = None,
+    backend: Annotated[
+        str | None, typer.Option(help=f"Only documents for this backend ({', '.join(backends.names())}).")
+    ] = None,
     k: Annotated[int, typer.Option("--k", help="How many documents.")] = 5,
     kind: Annotated[str | None, typer.Option(help="Only this kind: target, guide or exemplar.")] = None,
     embedding: EmbeddingOpt = None,
@@ -123,7 +130,7 @@ def add_command(
         str | None, typer.Option("--target", "-t", help="For a kernel file: the target it is for.")
     ] = None,
     backend: Annotated[
-        str | None, typer.Option(help="For a kernel file: triton, cuda or cpp (default: guessed).")
+        str | None, typer.Option(help=f"For a kernel file: {', '.join(backends.names())} (default: detected).")
     ] = None,
     op: Annotated[
         str | None, typer.Option(help="For a kernel file: the op it computes (default: from the file name).")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from agentkern import backends
 from agentkern.config import home
 from agentkern.errors import UserError
 from agentkern.kb.sources import BACKENDS, GPUS, SourceError, expand_backends, expand_targets, parse_markdown
@@ -25,12 +26,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "doc"
 
 
-def _guess_backend(source: str) -> str:
-    if "triton.jit" in source or "import triton" in source:
-        return "triton"
-    if "__global__" in source or "cuda_sources" in source:
-        return "cuda"
-    return "cpp"
+def _kernel_backend(source: str) -> str:
+    """The backend a kernel file is filed under: the harness's detector, and cpp, kb's default before there
+    was one detector, for a file it does not recognise (an exemplar needs a backend, and a file added by hand
+    has no run whose recorded backend could say)."""
+    detected = backends.detect(source)
+    return "cpp" if detected == backends.NO_BACKEND else detected
 
 
 def write_exemplar(root: Path, doc_id: str, front: dict, summary: str, code: str, reference: str = "") -> Path:
@@ -77,8 +78,9 @@ def add_path(kb, path: str, target: str | None = None, backend: str | None = Non
     if "ModelNew" not in code:
         raise UserError(f"{path}: a kernel file must define ModelNew (KernelBench convention)")
     try:
-        backend = expand_backends([backend or _guess_backend(code)], path)[0]
-        targets = expand_targets([target] if target else (["cpu"] if backend == "cpp" else ["gpu"]), path)
+        backend = expand_backends([backend or _kernel_backend(code)], path)[0]
+        # "cpu" is the one CPU target, "gpu" every GPU: a kernel is for all of its backend's device kind.
+        targets = expand_targets([target] if target else [backends.get(backend).device_kind], path)
     except SourceError as exc:
         raise UserError(str(exc)) from None
     op = op or src.stem.split("_")[0]
@@ -124,12 +126,10 @@ def _hardware(target: str) -> str:
         return target
 
 
-def add_from_run(kb, run_id: str) -> dict:
-    """The run's best kernel, with its measured result and hardware, as an exemplar for that target: the next
-    run on the same target and problem finds it first among the exemplars."""
+def _run_and_best(run_id: str, db: Path) -> tuple[dict, dict, Path]:
+    """(run, its best candidate, the candidate's file) from the run store, or a UserError saying what is missing."""
     from agentkern.traces.store import RunStore
 
-    db = home() / "runs.db"
     if not db.exists():
         raise UserError(f"no run {run_id!r}: there is no run store yet ({db})")
     store = RunStore(db)
@@ -145,6 +145,14 @@ def add_from_run(kb, run_id: str) -> dict:
     kernel = Path(best["path"] or "")
     if not kernel.is_file():
         raise UserError(f"run {run_id}: the best candidate's file is gone ({kernel})")
+    return run, best, kernel
+
+
+def add_from_run(kb, run_id: str) -> dict:
+    """The run's best kernel, with its measured result and hardware, as an exemplar for that target: the next
+    run on the same target and problem finds it first among the exemplars."""
+    db = home() / "runs.db"
+    run, best, kernel = _run_and_best(run_id, db)
     problem_path = Path(run["problem"] or "")
     op = problem_path.stem or "kernel"
     target, backend = run["target"], run["backend"]

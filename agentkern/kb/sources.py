@@ -21,9 +21,13 @@ from pathlib import Path
 
 import yaml
 
-TARGETS = ("a100", "h100", "h200", "l4", "l40s", "rtx4090", "cpu")
-GPUS = tuple(t for t in TARGETS if t != "cpu")
-BACKENDS = ("triton", "cuda", "cpp")
+from agentkern import backends
+from agentkern.targets.catalog import GPU_NAMES
+
+# The targets' catalog (agentkern/targets/catalog.py) names them; listing the names measures nothing.
+GPUS = GPU_NAMES
+TARGETS = (*GPUS, "cpu")
+BACKENDS = backends.names()  # agentkern/backends/: one module each
 KINDS = ("target", "guide", "exemplar")
 SCHEMA = 1  # bump when chunking or metadata change: every index is rebuilt
 MAX_CHUNK_CHARS = 2400  # a longer section is split at paragraphs: one vector per idea, not per chapter
@@ -208,8 +212,11 @@ def parse_markdown(path: Path, label: str | None = None) -> Document:
 # ---- exemplar kernels from kernels_dataset ------------------------------------------------------------------
 
 
-def _exemplar_targets(backend: str) -> list[str]:
-    return ["cpu"] if backend == "cpp" else list(GPUS)
+def _exemplar_targets(backend: str, where: str) -> list[str]:
+    """The targets a dataset kernel is for: the CPU, or every GPU, by its backend's device kind."""
+    if backend not in BACKENDS:
+        raise SourceError(f"{where}: unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    return ["cpu"] if backends.get(backend).device_kind == "cpu" else list(GPUS)
 
 
 def _solution_notes(readme: Path) -> dict[str, str]:
@@ -240,7 +247,7 @@ def solution_document(path: Path, dataset: Path, notes: dict[str, str]) -> Docum
         id=f"solution-{path.stem}",
         title=f"{op} kernel ({backend}, reference solution {path.name})",
         kind="exemplar",
-        targets=_exemplar_targets(backend),
+        targets=_exemplar_targets(backend, rel),
         backends=[backend],
         tags=[op, backend, "exemplar", "solution"],
         sources=[rel],
@@ -267,7 +274,7 @@ def template_document(path: Path, dataset: Path) -> Document:
         id=f"template-{op}-{backend}",
         title=f"{op} kernel template ({backend}, {rel})",
         kind="exemplar",
-        targets=_exemplar_targets(backend),
+        targets=_exemplar_targets(backend, rel),
         backends=[backend],
         tags=[op, backend, "exemplar", "template", *strategy],
         sources=[rel],

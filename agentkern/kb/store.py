@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from agentkern.config import home, project_root
+from agentkern.config import data_root, dataset_dir, home
 from agentkern.errors import UserError
 from agentkern.kb.sources import BACKENDS, SCHEMA, TARGETS, Sources
 
@@ -31,8 +31,8 @@ def kb_root() -> Path:
 def default_sources(root: Path | None = None) -> Sources:
     root = root or kb_root()
     return Sources(
-        docs_dirs=[project_root() / "knowledge_base", root / "docs"],
-        dataset_dir=project_root() / "kernels_dataset",
+        docs_dirs=[data_root() / "knowledge_base", root / "docs"],
+        dataset_dir=dataset_dir(),
         exemplar_dir=root / "exemplars",
     )
 
@@ -146,6 +146,7 @@ class KnowledgeBase:
     def digest(self, manifest: dict[str, str]) -> str:
         key = {
             "schema": SCHEMA,
+            "backends": list(BACKENDS),  # a chunk has a b_<name> flag per backend: a new backend rebuilds
             "embedding": self.embedding.name(),
             "config": self.embedding.get_config(),
             "files": manifest,

@@ -1,4 +1,5 @@
-"""What the nodes need from the outside world, injected by build_graph(deps)."""
+"""What the nodes need from the outside world: the graph's runtime context (loop/graph.py), given to each
+node as `runtime.context`, and the options of a run."""
 
 from __future__ import annotations
 
@@ -6,9 +7,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentkern.types import EvalOptions, Target
+from agentkern.policies.base import Policy
+from agentkern.types import Draft, EvalOptions, EvalResult, Target, Verdict
+
+if TYPE_CHECKING:  # for the annotations only: the loop imports these where it uses them
+    from agentkern.executors.base import Executor
+    from agentkern.targets.costmodel import Prediction
+    from agentkern.traces import RunStore
 
 
 @dataclass
@@ -43,21 +50,22 @@ class Deps:
     problem_source: str
     target: Target
     backend: str
-    policy: Any  # agentkern.policies: plan(ctx) and write(plan, ctx, beam)
-    evaluate: Callable[..., Any]  # agentkern.harness.evaluate or a fake in tests
+    policy: Policy  # the built-in policy, an LLM's (agentkern/policies/), or a test's stand-in
+    # (problem_path, solution_path, target name, options) -> verdict: the executor's, or a fake in tests
+    evaluate: Callable[..., EvalResult]
     eval_options: EvalOptions
-    store: Any  # agentkern.traces.RunStore
+    store: RunStore
     run_dir: Path
     on_event: Callable[[str, dict], None] = field(default=lambda kind, data: None)
     clock: Callable[[], float] = time.time
     # (draft, verdict) -> costmodel.Prediction, when the target GPU is absent and speeds must be predicted
-    predictor: Callable[[dict, dict], Any] | None = None
+    predictor: Callable[[Draft, Verdict], Prediction] | None = None
     # (problem_path, solution_path) -> perf/ncu counters for a new best kernel; None: not collected
-    counters: Callable[[str, str], dict] | None = None
+    counters: Callable[[str, str], dict[str, Any]] | None = None
     # (problem_source, target, backend, name) -> documents from the knowledge base (agentkern.kb.Retriever);
     # None: the prompts get no reference material
-    retriever: Any = None
+    retriever: Callable[..., list[dict[str, Any]]] | None = None
     # Why the problem runs at a size the user did not ask for (a GPU target that is not here: cpu sizes)
     size_note: str | None = None
     # agentkern.executors.Executor that evaluates the beam's candidates in parallel; None: `evaluate`, in turn
-    executor: Any = None
+    executor: Executor | None = None

@@ -1,15 +1,17 @@
-"""build_graph(deps): planner -> coder -> compiler -> profiler -> critic -> (planner | END).
+"""build_graph(checkpointer): planner -> coder -> compiler -> profiler -> critic -> (planner | END).
 
-Nothing is built at import time: tests pass their own deps (a scripted model, a fake evaluator) and the
-CLI passes the real ones. Nodes are plain functions of (state, deps) in agentkern/agents/.
+The nodes are plain functions of (state, runtime) in agentkern/loop/nodes/; what they need from outside
+(loop/deps.Deps: the policy, the harness, the run store) is the graph's runtime context, given at each call:
+`graph.invoke(input, config, context=deps)`. Nothing is built at import time: tests pass their own deps (a
+scripted model, a fake evaluator) and the CLI passes the real ones. The context is not checkpointed, so a
+resumed run (`invoke(None, config, context=deps)`) gets the deps of the process that resumes it.
 """
 
 from __future__ import annotations
 
-from functools import partial
-
 from langgraph.graph import END, START, StateGraph
 
+from agentkern.loop.deps import Deps
 from agentkern.loop.nodes import coder, critic, planner, profiler
 from agentkern.loop.nodes import evaluator as compiler
 from agentkern.loop.state import RunState
@@ -19,16 +21,13 @@ def after_critic(state: RunState) -> str:
     return END if state.get("stopped_because") else "planner"
 
 
-def build_graph(deps, checkpointer=None):
-    graph = StateGraph(RunState)
-    for name, node in (
-        ("planner", planner.run),
-        ("coder", coder.run),
-        ("compiler", compiler.run),
-        ("profiler", profiler.run),
-        ("critic", critic.run),
-    ):
-        graph.add_node(name, partial(node, deps=deps))
+def build_graph(checkpointer=None):
+    graph = StateGraph(RunState, context_schema=Deps)
+    graph.add_node("planner", planner.run)
+    graph.add_node("coder", coder.run)
+    graph.add_node("compiler", compiler.run)
+    graph.add_node("profiler", profiler.run)
+    graph.add_node("critic", critic.run)
     graph.add_edge(START, "planner")
     graph.add_edge("planner", "coder")
     graph.add_edge("coder", "compiler")

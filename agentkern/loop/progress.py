@@ -6,6 +6,7 @@ Progress goes to stderr, so `--json` output on stdout stays one clean object.
 from __future__ import annotations
 
 import sys
+import time
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -30,17 +31,21 @@ class PlainProgress:
 
 
 class LiveProgress:
-    """Iteration, the agent at work, a table of candidates, the best so far, tokens and cost."""
+    """Iteration N of M, the agent at work, elapsed time, a table of candidates, the best so far, tokens, cost."""
 
-    def __init__(self, title: str) -> None:
+    def __init__(self, title: str, max_iters: int | None = None, clock=time.monotonic) -> None:
         self.title = title
+        self.max_iters = max_iters  # None: not known (a resumed run keeps its own)
+        self.clock = clock
+        self.started = clock()
         self.rows: list[dict] = []
         self.agent = "starting"
         self.iteration = 0
         self.tokens = 0
         self.cost = 0.0
         self.predicted = False
-        self.live = Live(self._render(), console=Console(stderr=True), refresh_per_second=4, transient=False)
+        # Rendered on every refresh (not only on events), so the elapsed time keeps moving during an evaluation.
+        self.live = Live(get_renderable=self.render, console=Console(stderr=True), refresh_per_second=4)
 
     def __enter__(self):
         self.live.__enter__()
@@ -60,32 +65,42 @@ class LiveProgress:
             self.rows.append(data["candidate"])
         if kind == "critic":
             self.tokens, self.cost = data.get("tokens", self.tokens), data.get("cost_usd", self.cost)
-        self.live.update(self._render())
 
-    def _render(self):
+    def render(self) -> Group:
+        rows = list(self.rows)  # events append from the loop while the refresh thread renders
         table = Table(title=None, expand=False)
-        for col in ("candidate", "strategy", "status", "speedup", "roofline"):
-            table.add_column(col)
-        best = max(
-            (r for r in self.rows if r.get("correct") and r.get("speedup")), key=lambda r: r["speedup"], default=None
-        )
-        for r in self.rows[-15:]:
-            style = "bold green" if best is r else ""
+        table.add_column("candidate", no_wrap=True)
+        # Strategies differ in their last parameters: wrap them whole rather than cut them off.
+        table.add_column("strategy", overflow="fold")
+        for col in ("status", "speedup", "roofline"):
+            table.add_column(col, no_wrap=True)
+        best = max((r for r in rows if r.get("correct") and r.get("speedup")), key=lambda r: r["speedup"], default=None)
+        for r in rows[-15:]:
             table.add_row(
                 r["id"],
-                r["strategy"][:60],
+                r["strategy"],
                 r["status"],
                 _speed(r),
                 "" if r.get("roofline_fraction") is None else f"{r['roofline_fraction']:.0%}",
-                style=style,
+                style="bold green" if best is r else "",
             )
         status = f"best {_speed(best)} ({best['id']})" if best else "no correct candidate yet"
         usage = f"  tokens {self.tokens}  ${self.cost:.4f}" if self.tokens else ""
-        head = Text(f"{self.title}  iteration {self.iteration}  [{self.agent}]  {status}{usage}")
+        iteration = f"iteration {self.iteration}" + (f" of {self.max_iters}" if self.max_iters else "")
+        elapsed = _elapsed(self.clock() - self.started)
+        head = Text(f"{self.title}  {iteration}  [{self.agent}]  {elapsed} elapsed  {status}{usage}")
         parts = [head, table]
         if self.predicted:
             parts.append(Text(f"* {PREDICTED_NOTE}", style="cyan"))
         return Group(*parts)
+
+
+def _elapsed(seconds: float) -> str:
+    """4 s, 2:05, 1:02:05."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 PREDICTED_NOTE = (
@@ -123,7 +138,7 @@ def _describe(kind: str, data: dict) -> str | None:
     return None
 
 
-def progress_for(title: str, json_out: bool):
+def progress_for(title: str, json_out: bool, max_iters: int | None = None):
     if not json_out and sys.stderr.isatty():
-        return LiveProgress(title)
+        return LiveProgress(title, max_iters)
     return PlainProgress()

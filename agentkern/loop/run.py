@@ -14,18 +14,18 @@ import sqlite3
 import time
 from pathlib import Path
 
+from agentkern import backends, sizes
 from agentkern import candidates as population
-from agentkern import sizes
 from agentkern import targets as T
 from agentkern.config import home
 from agentkern.errors import UserError
 from agentkern.kb.retrieve import Retriever
 from agentkern.loop.deps import Deps, OptimizeOptions
+from agentkern.loop.state import RunState
+from agentkern.policies.base import Policy
 from agentkern.problems import load_problem
 from agentkern.traces import RunStore
-from agentkern.types import EvalOptions
-
-DEFAULT_BACKEND = {"cpu": "cpp", "gpu": "triton"}
+from agentkern.types import Draft, EvalOptions, OpSpec, RunResult, Target, Verdict
 
 
 def new_run_id(problem: str) -> str:
@@ -50,7 +50,7 @@ def make_policy(
     run_id: str,
     target_name: str | None = None,
     features: frozenset | None = None,
-):
+) -> Policy:
     from agentkern.models import get_model
 
     model = get_model(opts.model, opts.api_base)
@@ -60,11 +60,12 @@ def make_policy(
 
         spec = analyze_problem(problem_path, size=opts.size)
         if spec.get("family") and not _has_template(spec["family"], backend):
-            other = "triton" if backend != "triton" and _has_template(spec["family"], "triton") else None
+            other = _other_backend_with_template(spec["family"], backend)
             hint = f"use --backend {other}, or --model with an LLM" if other else "use --model with an LLM"
+            cpu, gpu = (backends.get(backends.default_for(kind)).display for kind in ("cpu", "gpu"))
             raise UserError(
-                f"the built-in model has no {backend} template for {spec['family']} (it writes C++ for "
-                f"--target cpu and Triton for GPUs); {hint}"
+                f"the built-in model has no {backend} template for {spec['family']} (it writes {cpu} for "
+                f"--target cpu and {gpu} for GPUs); {hint}"
             )
         if not spec.get("family"):
             raise UserError(
@@ -78,9 +79,9 @@ def make_policy(
     return llm_policy(model, store, run_id)
 
 
-def _host_features(target, backend: str) -> frozenset | None:
-    """C++ candidates are compiled with -march=native for this host: only its features count."""
-    if backend != "cpp" or target.kind != "cpu":
+def _host_features(target: Target, backend: str) -> frozenset | None:
+    """CPU candidates (C++) are compiled with -march=native for this host: only its features count."""
+    if backends.get(backend).device_kind != "cpu" or target.kind != "cpu":
         return None
     from agentkern.policies.builtin import templates
 
@@ -97,7 +98,14 @@ def _has_template(family: str, backend: str) -> bool:
     return True
 
 
-def llm_policy(model, store: RunStore, run_id: str):
+def _other_backend_with_template(family: str, backend: str) -> str | None:
+    """Another backend for the same kind of target whose built-in template covers the family, if any."""
+    kind = backends.get(backend).device_kind
+    others = [b.name for b in backends.all() if b.device_kind == kind and b.name != backend]
+    return next((name for name in others if _has_template(family, name)), None)
+
+
+def llm_policy(model, store: RunStore, run_id: str) -> Policy:
     from agentkern.policies.llm import LLMPolicy
 
     def record(agent, iteration, prompt, reply, error, retrieved=None):
@@ -120,7 +128,13 @@ def llm_policy(model, store: RunStore, run_id: str):
 
 
 def prepare(
-    opts: OptimizeOptions, store: RunStore, run_id: str, policy=None, evaluate=None, on_event=None, executor=None
+    opts: OptimizeOptions,
+    store: RunStore,
+    run_id: str,
+    policy: Policy | None = None,
+    evaluate=None,
+    on_event=None,
+    executor=None,
 ) -> Deps:
     """The run's dependencies. Candidates are evaluated by `evaluate` when given (tests' stand-ins), else
     by `executor`, else by a new executor made from the options (the caller closes deps.executor)."""
@@ -131,13 +145,12 @@ def prepare(
         opts.size, target, T.is_present(target), sizes.declared_sizes(problem.tree), problem.path.name
     )
     opts = dataclasses.replace(opts, size=size)
-    backend = opts.backend or DEFAULT_BACKEND[target.kind]
-    if backend not in ("cpp", "triton", "cuda"):
-        raise UserError(f"--backend must be cpp, triton or cuda, not {backend!r}")
-    if backend == "cpp" and target.kind != "cpu":
-        raise UserError("the cpp backend writes CPU kernels: use --target cpu")
-    if backend != "cpp" and target.kind == "cpu":
-        raise UserError(f"the {backend} backend writes GPU kernels: choose a GPU target (e.g. --target h100)")
+    backend = opts.backend or backends.default_for(target.kind)
+    if backend not in backends.names():
+        *others, last = backends.names()
+        raise UserError(f"--backend must be {', '.join(others)} or {last}, not {backend!r}")
+    if backends.get(backend).device_kind != target.kind:
+        raise UserError(backends.get(backend).wrong_target)
     policy = policy or make_policy(
         opts, problem.path, backend, store, run_id, target.name, _host_features(target, backend)
     )
@@ -174,7 +187,7 @@ def prepare(
     )
 
 
-def make_predictor(target, policy, problem_path: Path, size: str | None = None):
+def make_predictor(target: Target, policy: Policy, problem_path: Path, size: str | None = None):
     """The cost model for a GPU target that is not on this machine (None when timings can be measured).
 
     It needs the problem's spec: the built-in policy has it; for an LLM run it is computed on first use
@@ -185,7 +198,7 @@ def make_predictor(target, policy, problem_path: Path, size: str | None = None):
 
     spec_cache: dict = {}
 
-    def spec() -> dict | None:
+    def spec() -> OpSpec | None:
         if "spec" not in spec_cache:
             spec_cache["spec"] = getattr(policy, "spec", None)
             if spec_cache["spec"] is None:
@@ -197,7 +210,7 @@ def make_predictor(target, policy, problem_path: Path, size: str | None = None):
                     spec_cache["spec"] = None
         return spec_cache["spec"]
 
-    def predict(draft: dict, verdict: dict):
+    def predict(draft: Draft, verdict: Verdict):
         work = verdict.get("details", {}).get("work") or {}
         return costmodel.predict(target, spec(), draft.get("params") or None, work)
 
@@ -207,12 +220,12 @@ def make_predictor(target, policy, problem_path: Path, size: str | None = None):
 def run(
     opts: OptimizeOptions,
     resume: str | None = None,
-    policy=None,
+    policy: Policy | None = None,
     evaluate=None,
     on_event=None,
     checkpointer=None,
     executor=None,
-) -> dict:
+) -> RunResult:
     """One optimisation run. `executor`: an agentkern.executors.Executor shared with the caller (bench runs
     several problems on one); without it the run makes its own from opts and closes it at the end."""
     store = open_store()
@@ -232,7 +245,7 @@ def run(
             deps.executor.close()
 
 
-def _drive(deps: Deps, opts: OptimizeOptions, resume: str | None, checkpointer) -> dict:
+def _drive(deps: Deps, opts: OptimizeOptions, resume: str | None, checkpointer) -> RunResult:
     run_id, store = deps.run_id, deps.store
     if not resume:
         store.start_run(
@@ -254,7 +267,7 @@ def _drive(deps: Deps, opts: OptimizeOptions, resume: str | None, checkpointer) 
         raise
 
 
-def _invoke(deps: Deps, resume: str | None, checkpointer) -> dict:
+def _invoke(deps: Deps, resume: str | None, checkpointer) -> RunResult:
     from agentkern.loop.graph import build_graph
 
     run_id = deps.run_id
@@ -269,13 +282,13 @@ def _invoke(deps: Deps, resume: str | None, checkpointer) -> dict:
             "size_note": deps.size_note,
         },
     )
-    graph = build_graph(deps, checkpointer or _checkpointer())
+    graph = build_graph(checkpointer or _checkpointer())
     config = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
-    final = graph.invoke(None if resume else {"iteration": 0, "stage": 1, "candidates": []}, config)
+    final = graph.invoke(None if resume else {"iteration": 0, "stage": 1, "candidates": []}, config, context=deps)
     return finish(deps, final)
 
 
-def finish(deps: Deps, final: dict) -> dict:
+def finish(deps: Deps, final: RunState) -> RunResult:
     candidates = final.get("candidates", [])
     best = population.best(candidates)
     out_path = None

@@ -6,7 +6,7 @@ Retry-After header, on rate limits, timeouts, connection errors and 5xx; never o
 response.
 
 How a failure is classified. litellm's exception *types* are not reliable on their own (measured with
-litellm 1.106.2 against a local server, see tests/test_models.py):
+litellm 1.106.2 against a local server, see tests/unit/test_models.py):
 
 - a 200 response whose body is not JSON is raised as `InternalServerError` with `status_code == 500`
   (openai/ provider) or as `APIConnectionError` (anthropic/, ollama/), or `APIError` with status 200

@@ -9,17 +9,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from agentkern import backends
 from agentkern.kb.retrieve import brief
-from agentkern.models.base import ModelError, NoCodeError, extract_solution
+from agentkern.models.base import ChatModel, ModelError, NoCodeError, extract_solution
 from agentkern.policies import prompts
+from agentkern.policies.base import Policy, PolicyContext
+from agentkern.types import Draft, Plan
 
 STRATEGY_LINE = re.compile(r"^\s*STRATEGY:\s*(\S+)", re.M)
 
 
-class LLMPolicy:
+class LLMPolicy(Policy):
     reads_knowledge = True  # planner.context() retrieves documents for the prompts' "Reference material"
 
-    def __init__(self, model, record: Callable[..., None]) -> None:
+    def __init__(self, model: ChatModel, record: Callable[..., None]) -> None:
         self.model = model
         # record(agent, iteration, prompt, reply | None, error | None, retrieved=[documents in the prompt])
         self.record = record
@@ -36,7 +39,7 @@ class LLMPolicy:
         self.record(agent, iteration, prompt, reply, None, retrieved=retrieved)
         return reply.text, None, reply.prompt_tokens + reply.completion_tokens, reply.cost_usd
 
-    def plan(self, ctx: dict) -> dict:
+    def plan(self, ctx: PolicyContext) -> Plan:
         prompt = prompts.render("planner", **ctx)
         text, error, tokens, cost = self._ask("planner", ctx["iteration"], prompt, ctx.get("knowledge"))
         text = text or ""
@@ -50,10 +53,11 @@ class LLMPolicy:
             "cost_usd": cost,
         }
 
-    def write(self, plan: dict, ctx: dict, beam: int) -> list[dict]:
-        drafts = []
+    def write(self, plan: Plan, ctx: PolicyContext, beam: int) -> list[Draft]:
+        drafts: list[Draft] = []
+        coder_prompt = backends.get(ctx["backend"]).prompt
         for j in range(beam):
-            prompt = prompts.render(f"coder_{ctx['backend']}", plan_text=plan.get("text", ""), **ctx)
+            prompt = prompts.render(coder_prompt, plan_text=plan.get("text", ""), **ctx)
             text, error, tokens, cost = self._ask("coder", ctx["iteration"], prompt, ctx.get("knowledge"))
             source = None
             if text is not None:

@@ -6,13 +6,13 @@ from functools import lru_cache
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from agentkern.config import project_root
+from agentkern.config import data_root
 
 
 @lru_cache(maxsize=1)
 def _env() -> Environment:
     return Environment(
-        loader=FileSystemLoader(project_root() / "prompts"),
+        loader=FileSystemLoader(data_root() / "prompts"),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -24,4 +24,4 @@ def render(name: str, **context) -> str:
 
 
 def template_names() -> list[str]:
-    return sorted(p.stem for p in (project_root() / "prompts").glob("*.j2"))
+    return sorted(p.stem for p in (data_root() / "prompts").glob("*.j2"))

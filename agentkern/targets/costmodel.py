@@ -21,7 +21,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from agentkern import targets as T
-from agentkern.types import Target
+from agentkern.types import GEMM_FAMILIES, ROW_FAMILIES, OpSpec, Target
 
 LAUNCH_MS_EAGER = 0.005  # PyTorch dispatch + kernel launch, per eager op
 LAUNCH_MS_TRITON = 0.008  # Triton's Python launcher costs a little more per call
@@ -29,8 +29,6 @@ STREAM_EFFICIENCY = 0.85  # share of DRAM bandwidth a well-formed streaming kern
 EAGER_EFFICIENCY = {"elementwise": 0.85, "reduction": 0.75, "gemm": 0.80}
 MEMORY_LATENCY_S = 600e-9  # DRAM round trip: bytes in flight needed = bandwidth x latency (Little's law)
 REGISTERS_PER_SM = 65536
-ROW_FAMILIES = ("softmax", "log_softmax", "layernorm", "rmsnorm", "reduce")
-GEMM_FAMILIES = ("matmul", "linear", "bmm")
 REDUCTION_OPS = {"softmax", "log_softmax", "layer_norm", "rms_norm", "sum", "mean", "amax", "amin", "max", "min"}
 FP32 = 4
 
@@ -93,7 +91,7 @@ def _spill_factor(values_per_thread: float, notes: list[str]) -> float:
 
 
 # ---- the reference: eager PyTorch ---------------------------------------------------------------------
-def reference_ms(target: Target, spec: dict | None, work: dict) -> float:
+def reference_ms(target: Target, spec: OpSpec | None, work: dict) -> float:
     ops = (spec or {}).get("eager_ops") or []
     if not ops:  # unknown graph: one kernel at a typical efficiency
         return T.roofline_ms(target, work.get("flops", 0.0), work.get("bytes", 0.0), "float32") / 0.7 + LAUNCH_MS_EAGER
@@ -111,7 +109,7 @@ def reference_ms(target: Target, spec: dict | None, work: dict) -> float:
 
 
 # ---- template candidates ------------------------------------------------------------------------------
-def _gemm_ms(target: Target, spec: dict, p: dict, notes: list[str]) -> float | None:
+def _gemm_ms(target: Target, spec: OpSpec, p: dict, notes: list[str]) -> float | None:
     a = spec["attrs"]
     M, N, K, batch = a["M"], a["N"], a["K"], a.get("batch", 1)
     bm, bn, bk, warps, stages = p["BLOCK_M"], p["BLOCK_N"], p["BLOCK_K"], p["num_warps"], p["num_stages"]
@@ -160,7 +158,7 @@ def _gemm_ms(target: Target, spec: dict, p: dict, notes: list[str]) -> float | N
     return max(compute_ms, memory_ms)
 
 
-def _rows_ms(target: Target, spec: dict, p: dict, notes: list[str]) -> float | None:
+def _rows_ms(target: Target, spec: OpSpec, p: dict, notes: list[str]) -> float | None:
     shape = spec["input_shapes"][spec["attrs"]["input"]]
     cols = int(shape[-1])
     rows = math.prod(int(d) for d in shape[:-1])
@@ -188,7 +186,7 @@ def _rows_ms(target: Target, spec: dict, p: dict, notes: list[str]) -> float | N
     return moved / (_bytes_per_ms(target) * STREAM_EFFICIENCY * efficiency)
 
 
-def _elementwise_ms(target: Target, spec: dict, p: dict, notes: list[str]) -> float | None:
+def _elementwise_ms(target: Target, spec: OpSpec, p: dict, notes: list[str]) -> float | None:
     n = math.prod(int(d) for d in spec["output_shape"]) or 1
     full_operands = sum(1 for s in spec["attrs"]["chain"] if s.get("bcast") == "full")
     moved = (2 + full_operands) * n * FP32
@@ -201,7 +199,7 @@ def _elementwise_ms(target: Target, spec: dict, p: dict, notes: list[str]) -> fl
     return moved / (_bytes_per_ms(target) * STREAM_EFFICIENCY * efficiency)
 
 
-def predict(target: Target, spec: dict | None, params: dict | None, work: dict) -> Prediction:
+def predict(target: Target, spec: OpSpec | None, params: dict | None, work: dict) -> Prediction:
     """Predicted kernel and reference times for one candidate on `target` (a GPU)."""
     ref = reference_ms(target, spec, work)
     bound = T.roofline_ms(target, work.get("flops", 0.0), work.get("bytes", 0.0), work.get("dtype", "float32"))

@@ -45,6 +45,7 @@ def _db(db: Path | None) -> Path:
 @contextlib.contextmanager
 def _reading(db: Path | None) -> Iterator:
     """The store, open for reading; SQLite errors while reading (a damaged file) become one line, exit 2."""
+    from agentkern.traces.store import unreadable
     from agentkern.traces.trace import open_store
 
     path = _db(db)
@@ -52,7 +53,7 @@ def _reading(db: Path | None) -> Iterator:
     try:
         yield store
     except sqlite3.DatabaseError as exc:
-        raise UserError(f"{path} is not a readable run store: {exc}") from None
+        raise unreadable(path, exc) from None
     finally:
         store.close()
 

@@ -3,8 +3,36 @@ views and the HTML report so both say the same thing the same way."""
 
 from __future__ import annotations
 
+from agentkern.types import BestKernel, CandidateRecord, StoredCandidate
 
-def speedup_text(candidate: dict | None) -> str:
+# A kernel whose mean time is more than this many times its median had outliers while it was timed (another
+# process, a frequency change): the speedup, from the medians, stands, but the machine was not quiet.
+NOISY_MEAN_OVER_MEDIAN = 1.5
+
+
+def noise_note(candidate: StoredCandidate | None) -> str | None:
+    """ "noisy timing: ..." when a side's mean time exceeds NOISY_MEAN_OVER_MEDIAN times its median, else None."""
+    stats = ((candidate or {}).get("timing") or {}).get("timing") or {}
+    ratios = {}
+    for side in ("kernel", "reference"):
+        s = stats.get(side) or {}
+        if s.get("median_ms") and s.get("mean_ms") and s["mean_ms"] > NOISY_MEAN_OVER_MEDIAN * s["median_ms"]:
+            ratios[side] = s["mean_ms"] / s["median_ms"]
+    if not ratios:
+        return None
+    what = ", ".join(f"the {side}'s mean time is {ratio:.1f}x its median" for side, ratio in ratios.items())
+    return (
+        f"noisy timing: {what} (flagged above {NOISY_MEAN_OVER_MEDIAN:g}x): outliers while timing; "
+        "re-time it on a quiet machine (agentkern eval)"
+    )
+
+
+def beats_reference(best: CandidateRecord | BestKernel | None) -> bool:
+    """Whether the best kernel is faster than the reference (predicted so, for a GPU that is not here)."""
+    return bool(best) and best.get("speedup") is not None and best["speedup"] > 1.0
+
+
+def speedup_text(candidate: CandidateRecord | None) -> str:
     """ "1.23x", "1.23x predicted", or the status of a candidate without a speedup."""
     if candidate is None:
         return "-"
@@ -13,7 +41,7 @@ def speedup_text(candidate: dict | None) -> str:
     return candidate.get("status") or "-"
 
 
-def correctness_lines(candidate: dict) -> list[str]:
+def correctness_lines(candidate: StoredCandidate) -> list[str]:
     """The correctness report: the stored one (run store migration 2), else what the verdict column kept."""
     report = candidate.get("correctness") or {}
     verdict = candidate.get("verdict") or {}
@@ -47,7 +75,7 @@ def correctness_lines(candidate: dict) -> list[str]:
     return lines
 
 
-def timing_lines(candidate: dict) -> list[str]:
+def timing_lines(candidate: StoredCandidate) -> list[str]:
     """Speedup and times, the timing statistics of both sides, the roofline and the harness's phases."""
     timing = candidate.get("timing") or {}
     lines = []
@@ -65,6 +93,8 @@ def timing_lines(candidate: dict) -> list[str]:
                 f"{side:<9} median {s['median_ms']:.4g} ms, min {s['min_ms']:.4g}, p10 {s['p10_ms']:.4g}, "
                 f"p90 {s['p90_ms']:.4g}, mean {s['mean_ms']:.4g} +- {s['stdev_ms']:.3g} ({s['calls']} calls)"
             )
+    if noise_note(candidate):
+        lines.append(noise_note(candidate))
     if stats.get("mode"):
         lines.append(f"mode: {stats['mode']}")
     if stats.get("unavailable"):

@@ -6,6 +6,7 @@ import difflib
 
 from agentkern import candidates as population
 from agentkern.traces.trace import RunTrace, source_of
+from agentkern.types import StoredCandidate
 
 
 def unified(old: str | None, new: str | None, old_name: str, new_name: str, context: int = 3) -> str:
@@ -20,7 +21,7 @@ def unified(old: str | None, new: str | None, old_name: str, new_name: str, cont
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def base_of(trace: RunTrace, candidate: dict) -> tuple[dict | None, str]:
+def base_of(trace: RunTrace, candidate: StoredCandidate) -> tuple[StoredCandidate | None, str]:
     """(the candidate to diff against, why that one). The built-in policy names each candidate's parent; an
     LLM's candidates name none, so they are compared with the best correct kernel of the earlier iterations:
     the one the coder was shown as the best so far."""
@@ -36,7 +37,7 @@ def base_of(trace: RunTrace, candidate: dict) -> tuple[dict | None, str]:
     return None, "no earlier kernel to compare it with"
 
 
-def against_base(trace: RunTrace, candidate: dict) -> tuple[str, str, str]:
+def against_base(trace: RunTrace, candidate: StoredCandidate) -> tuple[str, str, str]:
     """(text, heading, lexer): the diff against the candidate's base, or its whole source when it has none
     (a diff of only added lines says less than the code itself)."""
     base, why = base_of(trace, candidate)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentkern.types import Verdict
+
 # Keys of the verdict's `details` that belong to the correctness check, and to the timing.
 CORRECTNESS_KEYS = (
     "trials",
@@ -26,7 +28,7 @@ TIMING_KEYS = ("timing", "phases", "roofline_bound_ms", "bound", "work", "wall_s
 LOG_KEYS = (("nvcc_log", "nvcc"), ("traceback", "traceback"), ("log_tail", "worker output"))
 
 
-def from_verdict(verdict: dict, path: str | None) -> dict:
+def from_verdict(verdict: Verdict, path: str | None) -> dict:
     """{source, compile_log, correctness, timing} for store.candidate(); missing parts are None."""
     details = verdict.get("details") or {}
     return {
@@ -47,7 +49,7 @@ def from_verdict(verdict: dict, path: str | None) -> dict:
     }
 
 
-def compile_log(verdict: dict) -> str | None:
+def compile_log(verdict: Verdict) -> str | None:
     """The compiler's and the worker's output as one text; None when there is nothing to read (a candidate
     that built quietly: the harness keeps logs only for failures)."""
     details = verdict.get("details") or {}

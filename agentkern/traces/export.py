@@ -11,12 +11,13 @@ import re
 import shutil
 from pathlib import Path
 
+from agentkern import backends
 from agentkern.errors import UserError
 from agentkern.helpers import atomic_write_text, parse_python
 from agentkern.traces import describe, jsonl, probe
 from agentkern.traces.templating import render
 from agentkern.traces.trace import RunTrace, source_of
-from agentkern.types import EvalOptions
+from agentkern.types import EvalOptions, StoredCandidate
 
 KERNELBENCH_LEVEL = 1  # the shipped problems are single operators, KernelBench's level 1
 KERNELBENCH_PROBLEM_ID = 1
@@ -29,7 +30,7 @@ def identifier(name: str) -> str:
     return f"op_{out}" if out[0].isdigit() or keyword.iskeyword(out) else out
 
 
-def run_size(trace: RunTrace, candidate: dict) -> str | None:
+def run_size(trace: RunTrace, candidate: StoredCandidate) -> str | None:
     """The problem size the run evaluated at: the harness's report says; the stored options only say what
     was asked (None: the target picked)."""
     return ((candidate.get("correctness") or {}).get("size")) or trace.run["options"].get("size")
@@ -98,6 +99,8 @@ def export_module(trace: RunTrace, out_dir: Path) -> list[Path]:
         "result": describe.speedup_text(best),
         "target": trace.run["target"],
         "backend": trace.run["backend"],
+        "needs_gpu": trace.run["backend"] in backends.names()
+        and backends.get(trace.run["backend"]).device_kind == "gpu",
         "size": size,
         "module": module,
         "reference_module": reference_module,
@@ -180,7 +183,7 @@ def export_kernelbench(trace: RunTrace, out_dir: Path) -> list[Path]:
     return sorted([*written, results_path, readme])
 
 
-def _kernelbench_result(trace: RunTrace, sample_id: int, cand: dict) -> dict:
+def _kernelbench_result(trace: RunTrace, sample_id: int, cand: StoredCandidate) -> dict:
     """One entry of KernelBench's eval_results.json; runtime in ms, -1.0 when there is none (as KernelBench)."""
     stats = ((cand.get("timing") or {}).get("timing") or {}).get("kernel") or {}
     return {

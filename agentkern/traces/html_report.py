@@ -26,7 +26,6 @@ def write_report(trace: RunTrace, out_file: Path) -> Path:
     html = render("report.html.j2", **context(trace))
     out_file = out_file.expanduser()
     atomic_write_text(out_file, html)
-    out_file.chmod(0o644)  # a report is for sharing (the atomic write's temp file is private)
     return out_file
 
 
@@ -44,6 +43,8 @@ def context(trace: RunTrace) -> dict:
         "options": trace.run["options"],
         "best": best,
         "best_text": describe.speedup_text(best),
+        "beats_reference": describe.beats_reference(best),
+        "best_noise": describe.noise_note(best),
         "best_correctness": describe.correctness_lines(best) if best else [],
         "best_timing": describe.timing_lines(best) if best else [],
         "best_code": Markup(highlight(code, PythonLexer(), formatter)) if code else None,

@@ -14,12 +14,13 @@ from pathlib import Path
 
 from agentkern.traces.templating import render
 from agentkern.traces.trace import RunTrace, source_of
+from agentkern.types import StoredCandidate
 
 FAILURE_REWARD = -1.0
 UNTIMED_REWARD = 0.0  # correct, but no speedup could be measured or predicted here
 
 
-def reward(candidate: dict | None) -> tuple[float, str]:
+def reward(candidate: StoredCandidate | None) -> tuple[float, str]:
     """(reward, what it is): measured_speedup | predicted_speedup | correct_untimed | failure."""
     if candidate is not None and candidate["correct"]:
         if candidate.get("speedup") is not None:
@@ -111,7 +112,7 @@ def _record(
     trace: RunTrace,
     iteration: int,
     agent: str,
-    cand: dict | None,
+    cand: StoredCandidate | None,
     prompt: str,
     completion: str,
     value: float,

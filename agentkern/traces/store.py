@@ -15,6 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentkern.errors import UserError
+from agentkern.types import Candidate
+
 MIGRATIONS: list[str] = [
     # 1: the first schema
     """
@@ -67,6 +70,12 @@ def _json_or_null(value: Any) -> str | None:
     return None if value is None else _json(value)
 
 
+def unreadable(path: Path, exc: sqlite3.DatabaseError) -> UserError:
+    """A store SQLite cannot read (a damaged file, or not a database) is bad input, said in one line (exit 2),
+    the same for every command that opens it."""
+    return UserError(f"{path} is not a readable run store: {exc}")
+
+
 class RunStore:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,10 +83,14 @@ class RunStore:
         # Autocommit: every write is its own transaction, so a run killed at any point keeps every row it wrote.
         self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
         self.db.row_factory = sqlite3.Row
-        # WAL: readers (agentkern traces) never block the writers, and several runs can write at once.
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        self._migrate()
+        try:
+            # WAL: readers (agentkern traces) never block the writers, and several runs can write at once.
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise unreadable(path, exc) from None
 
     def _migrate(self) -> None:
         self.db.execute("CREATE TABLE IF NOT EXISTS _migrations (number INTEGER PRIMARY KEY, applied REAL)")
@@ -172,7 +185,7 @@ class RunStore:
             ),
         )
 
-    def candidate(self, run_id: str, record: dict, evidence: dict | None = None) -> None:
+    def candidate(self, run_id: str, record: Candidate, evidence: dict | None = None) -> None:
         """`evidence`: the harness's report on it (agentkern.traces.evidence.from_verdict): source,
         compile_log, correctness, timing."""
         evidence = evidence or {}

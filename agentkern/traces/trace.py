@@ -11,7 +11,8 @@ from pathlib import Path
 
 from agentkern import candidates as population
 from agentkern.errors import UserError
-from agentkern.traces.store import RunStore
+from agentkern.traces.store import RunStore, unreadable
+from agentkern.types import StoredCandidate
 
 # The order of the nodes in an iteration (agentkern/loop/graph.py). A node replayed after a resume rewrites its
 # row with a new id, so ordering by id alone could put a replayed planner after the critic.
@@ -36,7 +37,7 @@ def open_store(path: Path) -> RunStore:
             raise UserError(f"{path} is not a run store (it has no runs table)")
         return RunStore(path)
     except sqlite3.DatabaseError as exc:
-        raise UserError(f"{path} is not a readable run store: {exc}") from None
+        raise unreadable(path, exc) from None
 
 
 @dataclass
@@ -44,7 +45,7 @@ class Step:
     number: int  # 1-based position in the run, as `traces show --step N` takes it
     row: dict
     calls: list[dict] = field(default_factory=list)  # the model calls this step made (planner, coder)
-    candidate: dict | None = None  # the candidate a compiler or profiler step is about
+    candidate: StoredCandidate | None = None  # the candidate a compiler or profiler step is about
 
     @property
     def agent(self) -> str:
@@ -59,7 +60,7 @@ class Step:
 class Iteration:
     number: int
     steps: list[Step]
-    candidates: list[dict]
+    candidates: list[StoredCandidate]
 
 
 @dataclass
@@ -67,7 +68,7 @@ class RunTrace:
     run: dict
     steps: list[Step]
     calls: list[dict]
-    candidates: list[dict]
+    candidates: list[StoredCandidate]
 
     @property
     def run_id(self) -> str:
@@ -77,11 +78,11 @@ class RunTrace:
     def problem_name(self) -> str:
         return Path(self.run["problem"] or "kernel").stem
 
-    def candidate(self, candidate_id: str | None) -> dict | None:
+    def candidate(self, candidate_id: str | None) -> StoredCandidate | None:
         return next((c for c in self.candidates if c["id"] == candidate_id), None)
 
     @property
-    def best(self) -> dict | None:
+    def best(self) -> StoredCandidate | None:
         """The run's recorded best; for a run that never finished, the fastest correct candidate so far."""
         return self.candidate(self.run.get("best_candidate")) or population.best(self.candidates)
 
@@ -130,7 +131,7 @@ def load(store: RunStore, run_id: str) -> RunTrace:
     return RunTrace(run, steps, calls, candidates)
 
 
-def source_of(candidate: dict | None) -> str | None:
+def source_of(candidate: StoredCandidate | None) -> str | None:
     """The candidate's code: as stored with it (migration 2), else from its file while the run folder exists."""
     if candidate is None:
         return None
@@ -142,13 +143,13 @@ def source_of(candidate: dict | None) -> str | None:
         return None
 
 
-def _candidate_order(candidate: dict) -> tuple:
+def _candidate_order(candidate: StoredCandidate) -> tuple:
     """Ids are ITERATION-INDEX ("001-10"): order by the numbers, so the 10th draft comes after the 2nd."""
     index = candidate["id"].rsplit("-", 1)[-1]
     return candidate["iteration"], int(index) if index.isdigit() else 0, candidate["id"]
 
 
-def _candidate(row: dict) -> dict:
+def _candidate(row: dict) -> StoredCandidate:
     out = {**row, "id": row["candidate_id"], "correct": bool(row["correct"]), "predicted": bool(row["predicted"])}
     for key in JSON_CANDIDATE_FIELDS:
         out[key] = _loads(row.get(key))

@@ -79,8 +79,10 @@ def run_tree(trace: RunTrace, full: bool = False) -> Tree:
         head.append(f": {run['stopped_because']}")
     head.append(
         f"  best: {best['id']} {describe.speedup_text(best)}" if best else "  no correct candidate",
-        style="bold green" if best else "bold yellow",
+        style="bold green" if describe.beats_reference(best) else "bold yellow",
     )
+    if best and describe.noise_note(best):
+        head.append(f"  ({describe.noise_note(best)})", style="yellow")
     tree = Tree(head)
     for iteration in trace.iterations():
         branch = tree.add(Text(f"iteration {iteration.number}", style="bold cyan"))

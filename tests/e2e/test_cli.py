@@ -4,9 +4,10 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 SOFTMAX_TORCH = """
 import torch
@@ -19,14 +20,14 @@ class ModelNew(nn.Module):
 """
 
 
-def run_cli(*args, timeout=300):
+def run_cli(*args, timeout=300, **env):
     return subprocess.run(
         [sys.executable, "-m", "agentkern", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=ROOT,
-        env={**os.environ},
+        env={**os.environ, **env},
     )
 
 
@@ -144,3 +145,60 @@ def test_optimize_says_plainly_when_the_builtin_model_does_not_recognise_a_probl
     proc = run_cli("optimize", str(problem), "--target", "cpu")
     assert proc.returncode == 2, proc.stderr
     assert "does not recognise" in proc.stderr and "--model" in proc.stderr
+
+
+def _one_line_exit_2(proc, message):
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout and "╭" not in proc.stderr  # no typer box
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["optimize", "softmax", "--max-iters", "-1"], "Invalid value for '--max-iters'"),
+        (["optimize", "softmax", "--beam", "0"], "Invalid value for '--beam'"),
+        (["optimize", "softmax", "--patience", "0"], "Invalid value for '--patience'"),
+        (["optimize", "softmax", "--workers", "0"], "Invalid value for '--workers'"),
+        (["optimize", "softmax", "--time-budget", "-5"], "Invalid value for '--time-budget'"),
+        (["optimize", "softmax", "--max-iters", "two"], "Invalid value for '--max-iters'"),
+        (["optimize", "softmax", "--no-such-option"], "No such option: --no-such-option"),
+        (["eval", "softmax"], "Missing argument"),
+        (["bench", "kernels_dataset", "--limit", "0"], "Invalid value for '--limit'"),
+        (["no-such-command"], "No such command 'no-such-command'"),
+    ],
+)
+def test_a_bad_option_value_is_one_line_and_exit_2_not_a_box(args, message):
+    proc = run_cli(*args)
+    _one_line_exit_2(proc, message)
+    assert proc.stderr.startswith("error: ") and "--help" in proc.stderr  # where to read more
+
+
+def test_no_arguments_still_print_the_help():
+    proc = run_cli()
+    assert proc.returncode == 2 and "Usage" in proc.stdout and "optimize" in proc.stdout and not proc.stderr
+
+
+def test_version_prints_the_packages_version():
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"agentkern {version}", proc.stdout + proc.stderr
+
+
+def test_optimize_on_a_directory_says_it_is_a_directory(tmp_path):
+    _one_line_exit_2(run_cli("optimize", str(tmp_path), "--target", "cpu"), "is a directory, not a problem file")
+
+
+def test_optimize_on_a_damaged_run_store_is_one_line_and_exit_2_as_traces_says(tmp_path):
+    (tmp_path / "runs.db").write_bytes(b"not a database, " * 512)
+    optimize = run_cli("optimize", "softmax", "--target", "cpu", AGENTKERN_HOME=str(tmp_path))
+    listed = run_cli("traces", "list", AGENTKERN_HOME=str(tmp_path))
+    _one_line_exit_2(optimize, "is not a readable run store")
+    _one_line_exit_2(listed, "is not a readable run store")
+    assert optimize.stderr == listed.stderr  # one message for one problem
+
+
+def test_kb_build_that_finds_no_documents_fails(tmp_path):
+    proc = run_cli("kb", "build", AGENTKERN_HOME=str(tmp_path / "home"), AGENTKERN_DATA=str(tmp_path / "nothing"))
+    _one_line_exit_2(proc, "no documents to index")

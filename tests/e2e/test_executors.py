@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, fast_options, read_expectation
 from langgraph.checkpoint.sqlite import SqliteSaver
+from support import ROOT, fast_options, read_expectation
 
 from agentkern.executors import EvalTask, make_executor
 from agentkern.executors.local import LocalExecutor
@@ -98,31 +98,6 @@ def test_local_executor_runs_a_suite_in_parallel_with_the_expected_verdicts():
         results = executor.map(_tasks())
     assert [r.status for r in results] == [status for _, _, status in CORPUS], [r.error for r in results]
     assert all(r.details["attempts"] == 1 for r in results)
-
-
-def test_a_measurement_waits_for_builds_and_checks_and_they_wait_for_a_measurement():
-    """The device lock (harness/device_lock.py): a candidate is timed only when no other worker builds,
-    checks or times on the device; builds and correctness checks share the device with each other."""
-    import fcntl
-
-    from agentkern.harness.device_lock import building, checking, lock_dir, timing_lock
-
-    def can(mode) -> bool:
-        fd = os.open(lock_dir() / "device-cpu.lock", os.O_RDWR | os.O_CREAT)
-        try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(fd)
-
-    with timing_lock("cpu"):
-        assert not can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
-    for shared in (building, checking):
-        with shared("cpu"):
-            assert can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
-    assert can(fcntl.LOCK_EX)
 
 
 def test_an_evaluation_times_its_candidate_only_when_the_device_is_free(tmp_path):

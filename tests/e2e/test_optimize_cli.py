@@ -9,9 +9,9 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT
 from fake_openai_server import FakeOpenAIServer, ok
-from test_graph_scripted import GOOD
+from relu_replies import GOOD
+from support import ROOT
 
 
 def optimize_cmd(server, *extra):
@@ -44,6 +44,7 @@ def test_optimize_with_an_openai_compatible_server_prints_one_json_object():
     result = json.loads(proc.stdout)
     assert result["iterations"] == 2 and result["candidates"] == 2
     assert result["best"]["correct"] and result["best"]["speedup"] > 0
+    assert result["beats_reference"] is (result["best"]["speedup"] > 1)  # said plainly, beside the speedup
     assert result["stopped_because"] == "reached --max-iters 2"
     assert result["tokens"] > 0  # the server's usage blocks were counted
     assert "iteration 1: planner" in proc.stderr  # plain progress lines when not on a terminal

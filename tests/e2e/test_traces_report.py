@@ -1,5 +1,5 @@
 """`agentkern traces report`: one self-contained HTML file, checked as text and rendered in headless Chromium
-(its DOM and a screenshot's pixels). .ci/run installs Chromium; without it the browser tests skip and say why."""
+(its DOM and a screenshot's pixels). `make test` installs Chromium; without it the browser tests skip and say why."""
 
 import html
 import re
@@ -14,7 +14,9 @@ from agentkern.traces import charts
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless Chromium is not installed (apt-get install -y chromium; .ci/run installs it)"
+    CHROMIUM is None,
+    reason="HEADLESS CHROMIUM IS NOT INSTALLED, so the report is not rendered: `apt-get install -y chromium` "
+    "(`make test` installs it)",
 )
 WINDOW = (1200, 2000)
 

@@ -1,7 +1,7 @@
 """GPU paths: real Triton and CUDA timing, the L2 flush, the side-stream check. Skipped without CUDA."""
 
 import pytest
-from conftest import ROOT, fast_options, read_expectation
+from support import ROOT, fast_options, read_expectation
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -49,7 +49,9 @@ def test_l2_flush_buffer_is_larger_than_the_l2():
     assert flusher.buffer.numel() * 4 == nbytes and int(flusher.buffer.abs().sum()) == 0
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "tests" / "harness" / "cheats").glob("*side_stream*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "tests" / "harness" / "cheats").glob("*side_stream*.py")), ids=lambda p: p.stem
+)
 def test_side_stream_cheats_are_rejected_on_a_gpu(path):
     from agentkern.harness import evaluate
 

@@ -4,7 +4,7 @@ tests/harness/broken must get its verdict (crash, hang, syntax error, OOM, ...) 
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, fast_options, read_expectation
+from support import ROOT, fast_options, read_expectation
 
 CHEATS = sorted((ROOT / "tests" / "harness" / "cheats").glob("*.py"))
 BROKEN = sorted((ROOT / "tests" / "harness" / "broken").glob("*.py"))
@@ -15,7 +15,7 @@ def _evaluate(path: Path):
 
     problem, status, code = read_expectation(path)
     if code == "side_stream":
-        pytest.skip("side streams exist only on a GPU; see tests/test_gpu.py")
+        pytest.skip("side streams exist only on a GPU; see tests/gpu/test_gpu.py")
     # Hangs are cut short so the suite stays fast; the limit itself is what is under test.
     opts = fast_options(run_timeout_s=8, compile_timeout_s=20, memory_limit_gb=3)
     return evaluate(problem, path, "cpu", opts), status, code

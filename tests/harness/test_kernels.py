@@ -3,7 +3,7 @@
 import shutil
 
 import pytest
-from conftest import ROOT, fast_options
+from support import ROOT, fast_options
 
 SOLUTIONS = ROOT / "kernels_dataset" / "solutions"
 CPP = sorted(SOLUTIONS.glob("*_cpp.py"))

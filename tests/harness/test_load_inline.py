@@ -1,7 +1,7 @@
 """The load_inline path for C++ kernels (slow: the first build compiles against torch's headers)."""
 
 import pytest
-from conftest import fast_options
+from support import fast_options
 
 RELU_LOAD_INLINE = r'''
 import torch

@@ -1,38 +1,19 @@
-"""`agentkern bench`: the metric definitions on hand-made results, report comparison for CI, problem sizes,
-and one small suite run end to end through the command line."""
+"""`agentkern bench`: the metric definitions on hand-made results, report comparison for CI, suites, the
+default problem size. (A suite run: tests/e2e/test_bench_cli.py; sizes in the harness:
+tests/harness/test_problem_sizes.py.)"""
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT, fast_options
+from bench_inputs import bench_report, row
+from support import run_cli
 
 from agentkern.bench import compare as C
 from agentkern.bench import metrics as M
 from agentkern.bench.runner import BenchOptions, classify
 from agentkern.bench.summary import ROW_KEYS, build_report, markdown
 from agentkern.errors import UserError
-
-
-def row(name, status="ok", eager=None, compile_=None, n=0, c=0, speedups=(), factor=None, predicted=False):
-    return {
-        "name": name,
-        "status": status,
-        "reason": None if status == "ok" else "why",
-        "speedup_eager": eager,
-        "speedup_compile": compile_,
-        "roofline_fraction": None,
-        "kernel_path": None,
-        "candidates": n,
-        "correct_candidates": c,
-        "candidate_speedups": list(speedups),
-        "run_id": None,
-        "compile_factor": factor,
-        "predicted": predicted,
-    }
 
 
 # ---- fast_p ------------------------------------------------------------------------------------------------
@@ -126,15 +107,11 @@ def test_report_json_has_the_stable_keys_and_a_markdown_table():
     json.dumps(report)
 
 
-def _report(*rows_, baseline="eager"):
-    return {"options": {"baseline": baseline}, "metrics": {}, "problems": list(rows_)}
-
-
 def test_compare_flags_regressions_and_not_improvements():
-    before = _report(
+    before = bench_report(
         row("a", eager=2.0), row("b", eager=1.0), row("c", eager=1.5), row("d", "failed"), row("gone", eager=1.0)
     )
-    after = _report(
+    after = bench_report(
         row("a", eager=1.5), row("b", eager=1.3), row("c", "error"), row("d", eager=1.1), row("new", eager=3.0)
     )
     result = C.compare(before, after, threshold=0.10)
@@ -146,10 +123,10 @@ def test_compare_flags_regressions_and_not_improvements():
 
 
 def test_compare_within_the_threshold_or_only_improved_passes():
-    before = _report(row("a", eager=2.0), row("b", "failed"))
-    assert not C.compare(before, _report(row("a", eager=1.85), row("b", "failed")), 0.10)["regressed"]  # -7.5%
-    assert not C.compare(before, _report(row("a", eager=3.0), row("b", eager=1.0)), 0.10)["regressed"]
-    assert C.compare(before, _report(row("a", eager=1.85), row("b", "failed")), 0.05)["regressed"]
+    before = bench_report(row("a", eager=2.0), row("b", "failed"))
+    assert not C.compare(before, bench_report(row("a", eager=1.85), row("b", "failed")), 0.10)["regressed"]  # -7.5%
+    assert not C.compare(before, bench_report(row("a", eager=3.0), row("b", eager=1.0)), 0.10)["regressed"]
+    assert C.compare(before, bench_report(row("a", eager=1.85), row("b", "failed")), 0.05)["regressed"]
 
 
 def test_load_report_rejects_bad_files(tmp_path):
@@ -170,22 +147,11 @@ def test_failures_are_classified_by_their_cause():
     assert classify("/x.py is not a KernelBench problem: it lacks Model") == "error"
 
 
-def run_cli(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "agentkern", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env={**os.environ},
-    )
-
-
 def test_bench_compare_command_exit_codes(tmp_path):
     old, new, better = tmp_path / "old.json", tmp_path / "new.json", tmp_path / "better.json"
-    old.write_text(json.dumps(_report(row("a", eager=2.0))))
-    new.write_text(json.dumps(_report(row("a", eager=1.0))))
-    better.write_text(json.dumps(_report(row("a", eager=2.5))))
+    old.write_text(json.dumps(bench_report(row("a", eager=2.0))))
+    new.write_text(json.dumps(bench_report(row("a", eager=1.0))))
+    better.write_text(json.dumps(bench_report(row("a", eager=2.5))))
     slower = run_cli("bench", "compare", str(old), str(new))
     assert slower.returncode == 1 and "a: SLOWER 2.00x -> 1.00x (-50%)" in slower.stdout
     assert run_cli("bench", "compare", str(old), str(better)).returncode == 0
@@ -216,68 +182,6 @@ def test_suites_resolve_folders_and_kernelbench_checkouts(tmp_path):
 
 
 # ---- problem sizes -----------------------------------------------------------------------------------------
-SIZED_PROBLEM = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-rows, cols = 3, 5
-SIZES = {"cpu": {"rows": 8, "cols": 16}, "gpu": {"rows": 64, "cols": 128}}
-
-
-def get_inputs():
-    return [torch.randn(rows, cols)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-SHAPE_CHECKING_SOLUTION = """
-import torch
-import torch.nn as nn
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        if tuple(x.shape) != (8, 16):
-            raise ValueError(f"got shape {tuple(x.shape)}, not the cpu size")
-        return x.clamp(min=0)
-"""
-
-
-@pytest.fixture
-def sized(tmp_path):
-    problem, solution = tmp_path / "sized.py", tmp_path / "sol.py"
-    problem.write_text(SIZED_PROBLEM)
-    solution.write_text(SHAPE_CHECKING_SOLUTION)
-    return problem, solution
-
-
-def test_a_problem_with_sizes_runs_at_the_cpu_size_on_a_cpu(sized):
-    from agentkern.harness import evaluate
-
-    result = evaluate(*sized, "cpu", fast_options())
-    assert result.status == "ok", result.error
-    assert result.details["size"] == "cpu"
-    gpu_sized = evaluate(*sized, "cpu", fast_options(size="gpu"))
-    assert gpu_sized.status == "runtime_error" and "(64, 128)" in gpu_sized.error
-
-
-def test_an_unknown_size_is_a_clear_error(sized):
-    from agentkern.harness import evaluate
-
-    with pytest.raises(UserError, match=r"sized.py has no size 'cpu_small' \(its SIZES declare cpu, gpu\)"):
-        evaluate(*sized, "cpu", fast_options(size="cpu_small"))
-    proc = run_cli("eval", str(sized[0]), str(sized[1]), "--target", "cpu", "--size", "huge")
-    assert proc.returncode == 2 and "sized.py has no size 'huge' (its SIZES declare cpu, gpu)" in proc.stderr
-
-
 def test_the_size_default_follows_the_target_and_an_absent_gpu_gets_cpu_sizes():
     from agentkern import sizes
     from agentkern.targets import get_target
@@ -289,73 +193,3 @@ def test_the_size_default_follows_the_target_and_an_absent_gpu_gets_cpu_sizes():
     assert size == "cpu" and "Triton interpreter" in note
     assert sizes.choose("gpu", h100, False, ["cpu", "gpu"]) == ("gpu", None)  # asked for: honoured
     assert sizes.choose(None, cpu, True, None) == (None, None)  # no SIZES: used as written
-
-
-def test_the_recogniser_sees_the_sized_shapes_and_the_model_source_keeps_them(sized, tmp_path):
-    from agentkern.policies.builtin.analysis import analyze_problem
-    from agentkern.policies.builtin.recognize import model_source
-
-    spec = analyze_problem(sized[0], size="cpu")
-    assert spec["input_shapes"] == [[8, 16]] and spec["size"] == "cpu"
-    uses_constant = tmp_path / "lin.py"
-    uses_constant.write_text(
-        "import torch.nn as nn\nWIDTH = 4\nclass Model(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(WIDTH, WIDTH)\n"
-    )
-    assert model_source(uses_constant, overrides={"WIDTH": 32}).rstrip().endswith("WIDTH = 32")
-
-
-# ---- end to end --------------------------------------------------------------------------------------------
-SORT_PROBLEM = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.sort(x, dim=-1).values
-
-
-def get_inputs():
-    return [torch.randn(32, 64)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
-def test_bench_runs_a_suite_with_one_solvable_and_one_unsupported_problem(tmp_path):
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "relu_small.py").write_text(SIZED_PROBLEM)
-    (suite / "sort_rows.py").write_text(SORT_PROBLEM)
-    previous = tmp_path / "previous.json"
-    previous.write_text(json.dumps(_report(row("relu_small", eager=1000.0), row("sort_rows", "unsupported"))))
-    out = tmp_path / "report.json"
-    proc = run_cli(
-        "bench",
-        str(suite),
-        "--target",
-        "cpu",
-        "--max-iters",
-        "1",
-        "--json",
-        "--out",
-        str(out),
-        "--compare",
-        str(previous),
-        timeout=600,
-    )
-    assert proc.returncode == 1, proc.stderr[-2000:]  # relu_small got "slower" than the made-up 1000x
-    report = json.loads(proc.stdout)
-    assert json.loads(out.read_text())["metrics"] == report["metrics"]
-    relu, sort = report["problems"]
-    assert relu["name"] == "relu_small" and relu["status"] == "ok" and relu["speedup_eager"] > 0
-    assert relu["size"] == "cpu" and relu["candidates"] == 2 and relu["kernel_path"].endswith(".py")
-    assert relu["speedup_compile"] > 0 and relu["compile_factor"] > 0  # torch.compile timed on the CPU
-    assert sort["status"] == "unsupported" and "does not recognise" in sort["reason"]
-    m = report["metrics"]
-    assert m["fast_0"] == 0.5 and m["problems"] == 2 and m["pass_at_k"] == 0.5
-    assert report["comparison"]["regressed"] and "relu_small: SLOWER" in proc.stderr
-    assert "[1/2] relu_small: ok" in proc.stderr and "[2/2] sort_rows: unsupported" in proc.stderr

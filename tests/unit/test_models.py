@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
 from fake_openai_server import FakeOpenAIServer, error, ok, raw
+from support import ROOT
 
 from agentkern.errors import UserError
 from agentkern.models import (

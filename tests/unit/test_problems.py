@@ -42,6 +42,19 @@ def test_missing_files_are_bad_input(tmp_path):
         load_solution(tmp_path / "nope.py")
 
 
+def test_a_directory_is_named_as_one_not_as_missing(tmp_path, monkeypatch):
+    with pytest.raises(UserError, match="is a directory, not a problem file"):
+        resolve_problem(str(tmp_path))
+    with pytest.raises(UserError, match="is a directory, not a file"):
+        load_solution(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(UserError, match="mine is a directory"):
+        resolve_problem("mine")
+    (tmp_path / "softmax").mkdir()  # a folder named like an op does not hide the shipped problem
+    assert resolve_problem("softmax").name == "softmax.py"
+
+
 def test_solution_without_model_new_is_bad_input(tmp_path):
     p = tmp_path / "sol.py"
     p.write_text("class Model: pass\n")
@@ -54,3 +67,20 @@ def test_solution_with_syntax_error_is_not_bad_input(tmp_path):
     p = tmp_path / "sol.py"
     p.write_text("class ModelNew(nn.Module:\n    pass\n")
     assert load_solution(p).source.startswith("class ModelNew")
+
+
+def test_the_data_folders_come_from_agentkern_data_else_the_package_else_the_checkout(tmp_path, monkeypatch):
+    from agentkern import config
+
+    monkeypatch.delenv("AGENTKERN_DATA", raising=False)
+    assert (config.dataset_dir() / "problems" / "softmax.py").is_file()  # a checkout, or an installed wheel
+    monkeypatch.setattr(config, "PACKAGED_DATA", tmp_path / "missing")
+    assert config.data_root() == config.CHECKOUT  # an editable install: the package has no data/
+    packaged = tmp_path / "site-packages" / "agentkern" / "data"
+    packaged.mkdir(parents=True)
+    monkeypatch.setattr(config, "PACKAGED_DATA", packaged)
+    assert config.data_root() == packaged  # a wheel
+    monkeypatch.setenv("AGENTKERN_DATA", str(tmp_path / "mine"))
+    assert config.dataset_dir() == tmp_path / "mine" / "kernels_dataset"
+    with pytest.raises(UserError, match=r"unknown problem 'softmax'.*\(none shipped\)"):
+        resolve_problem("softmax")

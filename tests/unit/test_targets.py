@@ -43,7 +43,7 @@ def measure_calls(monkeypatch):
         calls.append((cores, l2_kb))
         return dict(FAKE_MEASUREMENT)
 
-    monkeypatch.setattr(targets, "_measure_host", fake)
+    monkeypatch.setattr(targets.host, "_measure_host", fake)
     return calls
 
 
@@ -213,7 +213,7 @@ def test_failing_nvidia_smi_gives_none(tmp_path, monkeypatch):
     ],
 )
 def test_nvidia_smi_names_match_whole_tokens(smi_name, name):
-    assert targets._match_gpu(smi_name) == name
+    assert targets.catalog._match_gpu(smi_name) == name
 
 
 # ---- the roofline ----
@@ -252,7 +252,7 @@ def test_roofline_of_nothing_is_zero():
 
 
 def test_roofline_cpu_uses_cache_bandwidth_for_cache_resident_data(monkeypatch):
-    monkeypatch.setattr(targets, "cpu_cache_bandwidth_gbs", lambda: 100.0)
+    monkeypatch.setattr(targets.host, "cpu_cache_bandwidth_gbs", lambda: 100.0)
     cpu = Target(
         name="cpu",
         kind="cpu",
@@ -287,7 +287,7 @@ def test_cpu_detection(measure_calls):
 
 
 def test_cpu_peak_is_never_below_a_measured_matmul(monkeypatch):
-    monkeypatch.setattr(targets, "_measure_host", lambda cores, l2_kb: {**FAKE_MEASUREMENT, "matmul_tflops": 1e6})
+    monkeypatch.setattr(targets.host, "_measure_host", lambda cores, l2_kb: {**FAKE_MEASUREMENT, "matmul_tflops": 1e6})
     assert targets.get_target("cpu").peak_tflops["fp32"] == 1e6
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from langgraph.runtime import Runtime
+
+from agentkern.loop.deps import Deps
 from agentkern.loop.nodes.planner import context
+from agentkern.loop.state import RunState
 
 
-def run(state: dict, deps) -> dict:
+def run(state: RunState, runtime: Runtime[Deps]) -> RunState:
+    deps = runtime.context
     iteration = state["iteration"]
     ctx = context(state, deps)
     drafts = deps.policy.write(state["plan"], ctx, deps.options.beam)

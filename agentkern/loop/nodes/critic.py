@@ -8,12 +8,17 @@ stage does it count towards patience.
 
 from __future__ import annotations
 
+from langgraph.runtime import Runtime
+
 from agentkern import candidates as population
+from agentkern.loop.deps import Deps
+from agentkern.loop.state import RunState
+from agentkern.types import Candidate
 
 LAST_STAGE = 3
 
 
-def _feedback(records: list[dict]) -> str:
+def _feedback(records: list[Candidate]) -> str:
     lines = []
     for r in records:
         if r["status"] == "ok" and r["speedup"] is not None:
@@ -26,7 +31,7 @@ def _feedback(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def bottleneck(r: dict) -> str:
+def bottleneck(r: Candidate) -> str:
     """One or two sentences naming what limits the kernel, from the roofline, the counters or the cost model."""
     parts = []
     fraction, bound = r.get("roofline_fraction"), r.get("bound")
@@ -69,7 +74,7 @@ def bottleneck(r: dict) -> str:
     return " ".join(parts)
 
 
-def _budget_exhausted(state: dict, deps, iteration: int) -> str | None:
+def _budget_exhausted(state: RunState, deps: Deps, iteration: int) -> str | None:
     o = deps.options
     if iteration >= o.max_iters:
         return f"reached --max-iters {o.max_iters}"
@@ -82,7 +87,8 @@ def _budget_exhausted(state: dict, deps, iteration: int) -> str | None:
     return None
 
 
-def run(state: dict, deps) -> dict:
+def run(state: RunState, runtime: Runtime[Deps]) -> RunState:
+    deps = runtime.context
     iteration = state["iteration"]
     candidates = state.get("candidates", [])
     this_iteration = [c for c in candidates if c["iteration"] == iteration]

@@ -11,10 +11,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from langgraph.runtime import Runtime
+
 from agentkern.helpers import atomic_write_json, atomic_write_text, sha256_text
+from agentkern.loop.deps import Deps
+from agentkern.loop.state import RunState
+from agentkern.types import Draft, EvalResult, EvaluatedDraft, Verdict
 
 
-def _cached(draft: dict, deps) -> tuple[dict | None, Path, str]:
+def _cached(draft: Draft, deps: Deps) -> tuple[Verdict | None, Path, str]:
     """(saved verdict or None, candidate path, source digest). A verdict this node saved before a kill is
     reused: a resumed run never evaluates a candidate twice."""
     path = deps.run_dir / "candidates" / f"{draft['id']}.py"
@@ -27,10 +32,11 @@ def _cached(draft: dict, deps) -> tuple[dict | None, Path, str]:
     return None, path, digest
 
 
-def _evaluate_all(drafts: list[dict], deps) -> dict[str, tuple[dict, str]]:
+def _evaluate_all(drafts: list[Draft], deps: Deps) -> dict[str, tuple[Verdict, str]]:
     """Verdicts by draft id. With an executor (deps.executor) the beam's candidates are evaluated at once,
     as many in parallel as it has workers; without one (tests' stand-ins), one after the other."""
-    verdicts, pending = {}, []
+    verdicts: dict[str, tuple[Verdict, str]] = {}
+    pending: list[tuple[Draft, Path, str]] = []
     for draft in drafts:
         cached, path, digest = _cached(draft, deps)
         if cached is not None:
@@ -39,7 +45,8 @@ def _evaluate_all(drafts: list[dict], deps) -> dict[str, tuple[dict, str]]:
         atomic_write_text(path, draft["source"])
         pending.append((draft, path, digest))
 
-    def keep(item, result) -> None:  # saved as soon as it is known: a kill loses no finished evaluation
+    def keep(item: tuple[Draft, Path, str], result: EvalResult) -> None:
+        """Saved as soon as it is known: a kill loses no finished evaluation."""
         draft, path, digest = item
         verdict = result.to_json()
         atomic_write_json(path.with_suffix(".verdict.json"), {"source_sha256": digest, "verdict": verdict})
@@ -64,15 +71,21 @@ def _evaluate_all(drafts: list[dict], deps) -> dict[str, tuple[dict, str]]:
     return verdicts
 
 
-def run(state: dict, deps) -> dict:
+def run(state: RunState, runtime: Runtime[Deps]) -> RunState:
+    deps = runtime.context
     drafts = state.get("drafts", [])
     for draft in drafts:
         deps.on_event("compiler", {"candidate": draft["id"]})
     verdicts = _evaluate_all([d for d in drafts if d.get("source")], deps)
-    results = []
+    results: list[EvaluatedDraft] = []
     for draft in drafts:
         if not draft.get("source"):
-            verdict = {"status": "no_code", "correct": False, "error": draft.get("error") or "no code", "details": {}}
+            verdict: Verdict = {
+                "status": "no_code",
+                "correct": False,
+                "error": draft.get("error") or "no code",
+                "details": {},
+            }
             path = None
         else:
             verdict, path = verdicts[draft["id"]]

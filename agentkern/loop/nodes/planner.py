@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
 
 from agentkern import candidates as population
+from agentkern.loop.deps import Deps
+from agentkern.loop.state import RunState
+from agentkern.policies.base import PolicyContext
 
 
-def knowledge(deps) -> list[dict]:
+def knowledge(deps: Deps) -> list[dict[str, Any]]:
     """Documents from the knowledge base for this problem, target and backend, for a policy that reads them
     (an LLM's; the built-in policy does not, so its runs never open the knowledge base)."""
     if getattr(deps, "retriever", None) is None or not getattr(deps.policy, "reads_knowledge", False):
@@ -15,7 +21,7 @@ def knowledge(deps) -> list[dict]:
     return deps.retriever(deps.problem_source, deps.target, deps.backend, name=Path(deps.problem_path).stem)
 
 
-def context(state: dict, deps) -> dict:
+def context(state: RunState, deps: Deps) -> PolicyContext:
     """What planner and coder see. Built fresh from the state, so it is the same after a resume."""
     candidates = state.get("candidates", [])
     return {
@@ -33,14 +39,15 @@ def context(state: dict, deps) -> dict:
     }
 
 
-def run(state: dict, deps) -> dict:
+def run(state: RunState, runtime: Runtime[Deps]) -> RunState:
+    deps = runtime.context
     iteration = state.get("iteration", 0) + 1
     ctx = context({**state, "iteration": iteration}, deps)
     plan = deps.policy.plan(ctx)
     payload = {**plan, "retrieved": [d["id"] for d in ctx["knowledge"]]} if ctx["knowledge"] else plan
     deps.store.step(deps.run_id, iteration, "planner", plan.get("summary", ""), payload)
     deps.on_event("planner", {"iteration": iteration, "plan": plan})
-    update = {"iteration": iteration, "plan": plan, "drafts": [], "results": []}
+    update: RunState = {"iteration": iteration, "plan": plan, "drafts": [], "results": []}
     if "started" not in state:
         update["started"] = deps.clock()
     update["tokens"] = state.get("tokens", 0) + plan.get("tokens", 0)

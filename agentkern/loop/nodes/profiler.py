@@ -8,18 +8,29 @@ When the target GPU is not on this machine the harness checks correctness but ca
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from langgraph.runtime import Runtime
+
 from agentkern import candidates as population
+from agentkern.loop.deps import Deps
+from agentkern.loop.state import RunState
 from agentkern.traces import evidence
+from agentkern.types import Candidate
+
+if TYPE_CHECKING:  # the cost model is loaded by the run that predicts (loop/run.make_predictor)
+    from agentkern.targets.costmodel import Prediction
 
 
-def run(state: dict, deps) -> dict:
-    records = []
+def run(state: RunState, runtime: Runtime[Deps]) -> RunState:
+    deps = runtime.context
+    records: list[Candidate] = []
     best_before = population.best(state.get("candidates", []))
     for item in state.get("results", []):
         draft, verdict = item["draft"], item["verdict"]
         details = verdict.get("details", {})
         timing = details.get("timing") or {}
-        record = {
+        record: Candidate = {
             "id": draft["id"],
             "iteration": draft["iteration"],
             "strategy": draft["strategy"],
@@ -67,7 +78,7 @@ def run(state: dict, deps) -> dict:
     return {"candidates": records}
 
 
-def _profile_new_best(records: list[dict], best_before: dict | None, state: dict, deps) -> None:
+def _profile_new_best(records: list[Candidate], best_before: Candidate | None, state: RunState, deps: Deps) -> None:
     """Hardware counters (perf stat / ncu) for this iteration's candidate that beats the best so far: the
     critic names its bottleneck from them. One profiling run per improvement keeps the cost small."""
     new_best = population.best(records)
@@ -87,7 +98,7 @@ def _profile_new_best(records: list[dict], best_before: dict | None, state: dict
     )
 
 
-def _apply_prediction(record: dict, prediction, details: dict) -> None:
+def _apply_prediction(record: Candidate, prediction: Prediction, details: dict[str, Any]) -> None:
     record["verdict"]["prediction"] = prediction.to_json()
     if not prediction.feasible:  # correct in the interpreter, but would not launch on the target
         record.update(status="infeasible", correct=False, error="predicted: " + "; ".join(prediction.notes))

@@ -17,11 +17,12 @@ from agentkern.config import home
 from agentkern.errors import UserError
 from agentkern.helpers import one_line
 from agentkern.problems import load_problem
+from agentkern.types import OpSpec
 
 LIMITS = {"compile_timeout_s": 120.0, "run_timeout_s": 120.0, "memory_limit_gb": 8.0}
 
 
-def analyze_problem(problem_path: Path | str, limits: dict | None = None, size: str | None = None) -> dict:
+def analyze_problem(problem_path: Path | str, limits: dict | None = None, size: str | None = None) -> OpSpec:
     """The problem's OpSpec (see recognize.py) at `size` (agentkern/sizes.py; None: as written). A problem
     that cannot be loaded raises UserError (one line); one that loads but is not understood gives a spec
     with family None and the reason."""

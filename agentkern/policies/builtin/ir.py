@@ -113,11 +113,29 @@ def lower(name: str, args: list, kw: dict, shape=None, dtype=None) -> N:
 
 
 def _lower(name: str, args: list, kw: dict) -> N:
+    """One canonical node for a call whose name is already canonical (ALIASES applied); raises Unsupported."""
+
     def arg(i, key, default=None):
         return args[i] if len(args) > i else kw.get(key, default)
 
     x = arg(0, "input", kw.get("self"))
     ndim = len(x.shape) if isinstance(x, N) and x.shape is not None else 0
+    if name in ("softmax", "log_softmax", "layer_norm", "rms_norm"):
+        return _lower_normalization(name, arg, kw, x, ndim)
+    if name == "scaled_dot_product_attention":
+        return _lower_attention(arg, kw)
+    if name in ("mm", "bmm", "matmul", "linear", "addmm"):
+        return _lower_gemm(name, args, kw, arg, x)
+    if name in ("transpose", "permute", "T", "mT", "reshape", "expand", "identity", "cast"):
+        return _lower_view(name, args, kw, x, ndim)
+    if name in REDUCE:
+        return _lower_reduce(name, arg, x, ndim)
+    if name in ("getitem", "getattr") and isinstance(x, N):
+        return _lower_access(name, args, x, ndim)
+    return _lower_elementwise(name, args, kw, arg, x)
+
+
+def _lower_normalization(name: str, arg, kw: dict, x, ndim: int) -> N:
     if name in ("softmax", "log_softmax"):
         dim = arg(1, "dim")
         if dim is None:  # nn.Softmax() legacy implicit dim
@@ -125,75 +143,84 @@ def _lower(name: str, args: list, kw: dict) -> N:
         if kw.get("dtype") not in (None,) and dtype_name(kw.get("dtype")) != "float32":
             raise Unsupported(f"{name} with dtype={kw.get('dtype')}")
         return N(name, [x], {"dim": _norm_dim(dim, ndim)})
-    if name in ("layer_norm", "rms_norm"):
-        shape = arg(1, "normalized_shape")
-        shape = [shape] if isinstance(shape, int) else list(shape)
-        if name == "layer_norm":
-            w, b, eps = arg(2, "weight"), arg(3, "bias"), arg(4, "eps", 1e-5)
-        else:
-            w, b, eps = arg(2, "weight"), None, arg(3, "eps")
-        eps = FP32_EPS if eps is None else float(eps)
-        return N(name, [x, w, b], {"normalized_shape": shape, "eps": eps, "tuple": False})
-    if name == "scaled_dot_product_attention":
-        q, k, v = arg(0, "query"), arg(1, "key"), arg(2, "value")
-        if arg(3, "attn_mask") is not None:
-            raise Unsupported("attention with an attn_mask")
-        if arg(4, "dropout_p", 0.0) != 0.0:
-            raise Unsupported("attention with dropout")
-        if kw.get("enable_gqa"):
-            raise Unsupported("attention with enable_gqa")
-        scale = arg(6, "scale")
-        return N(
-            "sdpa",
-            [q, k, v],
-            {"causal": bool(arg(5, "is_causal", False)), "scale": None if scale is None else float(scale)},
-        )
+    shape = arg(1, "normalized_shape")
+    shape = [shape] if isinstance(shape, int) else list(shape)
+    if name == "layer_norm":
+        w, b, eps = arg(2, "weight"), arg(3, "bias"), arg(4, "eps", 1e-5)
+    else:
+        w, b, eps = arg(2, "weight"), None, arg(3, "eps")
+    eps = FP32_EPS if eps is None else float(eps)
+    return N(name, [x, w, b], {"normalized_shape": shape, "eps": eps, "tuple": False})
+
+
+def _lower_attention(arg, kw: dict) -> N:
+    q, k, v = arg(0, "query"), arg(1, "key"), arg(2, "value")
+    if arg(3, "attn_mask") is not None:
+        raise Unsupported("attention with an attn_mask")
+    if arg(4, "dropout_p", 0.0) != 0.0:
+        raise Unsupported("attention with dropout")
+    if kw.get("enable_gqa"):
+        raise Unsupported("attention with enable_gqa")
+    scale = arg(6, "scale")
+    return N(
+        "sdpa",
+        [q, k, v],
+        {"causal": bool(arg(5, "is_causal", False)), "scale": None if scale is None else float(scale)},
+    )
+
+
+def _lower_gemm(name: str, args: list, kw: dict, arg, x) -> N:
     if name in ("mm", "bmm", "matmul"):
         return N(name, [x, arg(1, "other", kw.get("mat2"))])
     if name == "linear":
         return N("linear", [x, arg(1, "weight"), arg(2, "bias")])
-    if name == "addmm":  # aten's nn.Linear: bias + x @ W.t()
-        if kw.get("beta", 1) != 1 or kw.get("alpha", 1) != 1:
-            raise Unsupported("addmm with alpha/beta != 1")
-        mm = N("mm", [args[1], args[2]])
-        return N("add", [mm, args[0]], {"addmm": True})
-    if name == "transpose" or name == "permute" or name in ("T", "mT"):
+    # addmm, aten's nn.Linear: bias + x @ W.t()
+    if kw.get("beta", 1) != 1 or kw.get("alpha", 1) != 1:
+        raise Unsupported("addmm with alpha/beta != 1")
+    mm = N("mm", [args[1], args[2]])
+    return N("add", [mm, args[0]], {"addmm": True})
+
+
+def _lower_view(name: str, args: list, kw: dict, x, ndim: int) -> N:
+    """Transposes, reshapes and no-op copies: views of x, or x itself."""
+    if name in ("transpose", "permute", "T", "mT"):
         return N("transpose", [x], {"last2": _swaps_last2(name, args, kw, ndim)})
-    if name in ("reshape", "expand"):
-        if name == "expand":
-            raise Unsupported("expand")
+    if name == "expand":
+        raise Unsupported("expand")
+    if name == "reshape":
         return N("reshape", [x])
-    if name in ("identity", "cast"):
-        if name == "cast" and any(
-            dtype_name(a) not in (None, "float32") for a in args[1:] if not isinstance(a, (N, str))
-        ):
-            raise Unsupported("a dtype conversion")
-        return N("identity", [x])
-    if name in REDUCE:
-        other = arg(1, "dim")
-        if isinstance(other, N):
-            raise Unsupported(f"torch.{name} of two tensors")
-        keep = bool(arg(2, "keepdim", False))
-        dims = _dims(other, ndim)
-        tup = name in ("max", "min") and other is not None
-        return N(name, [x], {"dims": list(dims), "keepdim": keep, "ndim": ndim, "tuple": tup})
-    if name in ("getitem", "getattr") and isinstance(x, N) and x.op == "unsupported":
+    if name == "cast" and any(dtype_name(a) not in (None, "float32") for a in args[1:] if not isinstance(a, (N, str))):
+        raise Unsupported("a dtype conversion")
+    return N("identity", [x])
+
+
+def _lower_reduce(name: str, arg, x, ndim: int) -> N:
+    other = arg(1, "dim")
+    if isinstance(other, N):
+        raise Unsupported(f"torch.{name} of two tensors")
+    keep = bool(arg(2, "keepdim", False))
+    dims = _dims(other, ndim)
+    tup = name in ("max", "min") and other is not None
+    return N(name, [x], {"dims": list(dims), "keepdim": keep, "ndim": ndim, "tuple": tup})
+
+
+def _lower_access(name: str, args: list, x: N, ndim: int) -> N:
+    """x[i] and x.attr: the first output of an op that returns several (values, not indices), or a transpose."""
+    if x.op == "unsupported":
         return x  # torch.sort(x).values: the reason is sort, not .values
-    if name == "getitem" and isinstance(x, N):
+    if name == "getitem":
         idx = args[1]
         if x.attrs.get("tuple") and idx == 0:
             return N(x.op, x.args, {**x.attrs, "tuple": False})
         if x.attrs.get("tuple"):
             raise Unsupported(f"output {idx} of {x.op} (indices / statistics)")
         raise Unsupported("indexing a tensor")
-    if name == "getattr" and isinstance(x, N):
-        attr = args[1]
-        if attr == "values" and x.attrs.get("tuple"):
-            return N(x.op, x.args, {**x.attrs, "tuple": False})
-        if attr in ("T", "mT"):
-            return N("transpose", [x], {"last2": attr == "mT" or ndim == 2})
-        raise Unsupported(f"attribute .{attr}")
-    return _lower_elementwise(name, args, kw, arg, x)
+    attr = args[1]
+    if attr == "values" and x.attrs.get("tuple"):
+        return N(x.op, x.args, {**x.attrs, "tuple": False})
+    if attr in ("T", "mT"):
+        return N("transpose", [x], {"last2": attr == "mT" or ndim == 2})
+    raise Unsupported(f"attribute .{attr}")
 
 
 def _swaps_last2(name: str, args: list, kw: dict, ndim: int) -> bool:

@@ -1,6 +1,6 @@
 """The built-in policy: no network, deterministic for a seed.
 
-The problem is recognised once (agentkern.builtin: torch.fx in the sandbox) as a family with attributes;
+The problem is recognised once (recognize.py: torch.fx in the sandbox) as a family with attributes;
 candidates are rendered from that family's parametrised template in kernels_dataset/templates/. The planner
 picks a parent among the elites of each strategy family and the coder proposes neighbours: one parameter
 changed, drawn from the parameters the current stage allows (stage 1: tiling and vectorisation; 2: algorithm
@@ -11,21 +11,26 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
+from agentkern.policies.base import Policy, PolicyContext
 from agentkern.policies.builtin import templates
+from agentkern.types import Draft, OpSpec, Plan
 
 
-def _key(params: dict) -> str:
+def _key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-class BuiltinPolicy:
+class BuiltinPolicy(Policy):
+    reads_knowledge = False  # its templates and search need no documents: its runs never open the knowledge base
+
     def __init__(
         self,
-        spec: dict,
+        spec: OpSpec,
         backend: str,
         seed: int = 0,
-        start: tuple[dict, str] | None = None,
+        start: tuple[dict[str, Any], str] | None = None,
         features: frozenset | None = None,
     ) -> None:
         """`start`: (params, where from) of the best kernel known for this problem and target (a run added
@@ -47,14 +52,14 @@ class BuiltinPolicy:
     def _space(self, stage: int) -> dict[str, list]:
         return templates.param_space(self.family, self.backend, stage_max=stage, features=self.features)
 
-    def strategy(self, params: dict) -> str:
+    def strategy(self, params: dict[str, Any]) -> str:
         """family:<algorithm choices>/<tiling and scheduling>: the part before '/' is the strategy family."""
         algorithm = set(self._space(2)) - set(self._space(1))
         left = ",".join(f"{k}={params[k]}" for k in sorted(algorithm) if k in params) or "base"
         right = ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in algorithm)
         return f"{self.family}:{left}/{right}"
 
-    def plan(self, ctx: dict) -> dict:
+    def plan(self, ctx: PolicyContext) -> Plan:
         elites = ctx["elites"]
         if not elites and self.start is not None:
             parent = {"id": None, "params": self.start[0], "label": f"the best known kernel ({self.start[1]})"}
@@ -71,10 +76,10 @@ class BuiltinPolicy:
             "stage": ctx["stage"],
         }
 
-    def write(self, plan: dict, ctx: dict, beam: int) -> list[dict]:
+    def write(self, plan: Plan, ctx: PolicyContext, beam: int) -> list[Draft]:
         rng = random.Random(f"{self.seed}-write-{ctx['iteration']}")
         tried = {_key(p) for p in ctx["tried"]}
-        proposals: list[tuple[dict, str | None]] = []
+        proposals: list[tuple[dict[str, Any], str | None]] = []
         # The planner's parent first; when its neighbourhood is used up, the other elites', best first.
         parents = [(plan["parent"], dict(plan["parent_params"]))]
         parents += [(e["id"], dict(e["params"])) for e in ctx["elites"] if e["id"] != plan["parent"]]
@@ -82,7 +87,7 @@ class BuiltinPolicy:
             self._neighbours(base, parent_id, plan["stage"], beam, tried, proposals, rng)
             if len(proposals) >= beam:
                 break
-        drafts = []
+        drafts: list[Draft] = []
         for params, parent_id in proposals:
             try:
                 source, error = templates.render(self.spec, params, self.backend), None
@@ -99,7 +104,16 @@ class BuiltinPolicy:
             )
         return drafts
 
-    def _neighbours(self, base: dict, parent_id, stage: int, beam: int, tried: set, proposals: list, rng) -> None:
+    def _neighbours(
+        self,
+        base: dict[str, Any],
+        parent_id: str | None,
+        stage: int,
+        beam: int,
+        tried: set[str],
+        proposals: list[tuple[dict[str, Any], str | None]],
+        rng: random.Random,
+    ) -> None:
         """Add untried parameter sets one change away from `base`: moves the current stage allows first,
         then the next stages', so a small parameter space does not leave the beam half empty."""
         seen = tried | {_key(p) for p, _ in proposals}

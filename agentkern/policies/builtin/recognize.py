@@ -1,4 +1,4 @@
-"""What does a problem compute? `analyze(problem_path)` -> an OpSpec (a JSON-able dict).
+"""What does a problem compute? `analyze(problem_path)` -> an OpSpec (agentkern/types.py, a JSON-able dict).
 
 Runs WITH torch, inside the sandbox worker (mode "analyze"), never in the CLI process. The problem's Model
 is built as the harness builds it, traced with torch.fx (fallback: a TorchDispatchMode trace of one
@@ -6,7 +6,7 @@ forward call, for models fx cannot trace), lowered to a canonical op graph (ir.p
 families the templates implement (patterns.py).
 
 OpSpec keys: family (or None), reason (why None), dtype, input_shapes, output_shape, init_args, attrs,
-epilogue, param_paths, model_source, frontend.
+epilogue, param_paths, model_source, frontend, size, and eager_ops for a recognised problem.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from agentkern.helpers import parse_python
 from agentkern.policies.builtin.ir import MODULES, N, Unsupported, dtype_name, eager_kernels, lower
 from agentkern.policies.builtin.patterns import match
+from agentkern.types import OpSpec
 
 
 def analyze_request(request: dict) -> dict:
@@ -25,7 +26,7 @@ def analyze_request(request: dict) -> dict:
     return {"status": "ok", "correct": False, "spec": analyze(request["problem_path"], request.get("size"))}
 
 
-def analyze(problem_path: str, size: str | None = None) -> dict:
+def analyze(problem_path: str, size: str | None = None) -> OpSpec:
     import torch
 
     from agentkern.harness.worker import load_module
@@ -38,7 +39,7 @@ def analyze(problem_path: str, size: str | None = None) -> dict:
     model = module.Model(*init).eval()
     inputs = list(module.get_inputs())
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
-    spec = {
+    spec: OpSpec = {
         "family": None,
         "reason": None,
         "dtype": dtype_name(next((t.dtype for t in tensors if t.is_floating_point()), torch.float32)),

@@ -3,7 +3,9 @@
 `render(spec, params)` turns an OpSpec (recognize.py) and one parameter set into a whole solution file
 (a `ModelNew`, KernelBench convention). The JSON beside each template lists its parameters:
 `{"params": {name: [candidates]}, "default": {...}, "stage": {name: 1|2|3}}`, stage 1 = tiling,
-vectorisation and threading, 2 = fusion and algorithmic variants, 3 = finer scheduling. No torch here.
+vectorisation and threading, 2 = fusion and algorithmic variants, 3 = finer scheduling; and what it can
+render: "dtypes" (default ["float32"]), "attrs" (the OPTIONAL_ATTRS of a spec it reads, default none) and
+"title" (its name in messages, default "<backend display> <template>"). No torch here.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import struct
 from functools import cache
 from pathlib import Path
 
+from agentkern import backends
 from agentkern.config import dataset_dir
+from agentkern.types import OpSpec
 
 # Spec family -> template directory. log_softmax shares softmax's; matmul, linear and bmm share one GEMM.
 TEMPLATE_OF = {
@@ -43,10 +47,9 @@ def families() -> list[str]:
     return list(TEMPLATE_OF)
 
 
-# The C++ GEMM reads fp16/bf16 operands, widening them to fp32 while it packs them, and rounds the fp32
-# result once at the end (what torch's CPU GEMM does too: fp32 accumulation).
-HALF_TYPES = ("float16", "bfloat16")
-GEMM_FAMILIES = ("matmul", "linear", "bmm")
+# Spec attributes that only some templates read: a template lists those it reads in its JSON's "attrs".
+OPTIONAL_ATTRS = {"residual": "a residual sum"}
+SHORT_DTYPES = {"float16": "fp16", "bfloat16": "bf16"}  # in messages
 
 
 def _template_name(family: str) -> str:
@@ -72,6 +75,45 @@ def _meta(family: str, backend: str) -> dict:
     if not path.is_file():
         raise TemplateError(f"no {backend} template for {family} ({path} missing)")
     return _meta_cached(str(path))
+
+
+def _title(meta: dict, template: str, backend: str) -> str:
+    return meta.get("title") or f"{backends.get(backend).display} {template}"
+
+
+def _dtypes(meta: dict) -> list[str]:
+    return meta.get("dtypes", ["float32"])
+
+
+def _templates_with(key: str, value: str) -> list[tuple[str, dict]]:
+    """(title, meta) of the templates whose JSON lists `value` under `key` ("dtypes", "attrs"), for messages."""
+    found = []
+    for path in sorted(template_dir().glob("*/*.json")):
+        if path.parent.name.startswith("_") or path.stem not in backends.names():
+            continue
+        meta = _meta_cached(str(path))
+        if value in (_dtypes(meta) if key == "dtypes" else meta.get(key, [])):
+            found.append((_title(meta, path.parent.name, path.stem), meta))
+    return found
+
+
+def _check_capabilities(spec: dict, family: str, backend: str) -> None:
+    """The template renders the spec's dtype and reads its optional attributes, or a TemplateError says so
+    (and which template does)."""
+    meta, dtype = _meta(family, backend), spec.get("dtype")
+    dtypes = _dtypes(meta)
+    if dtype not in dtypes:
+        others = _templates_with("dtypes", dtype)
+        extra = [SHORT_DTYPES.get(d, d) for _, m in others for d in _dtypes(m) if d not in dtypes]
+        hint = f" ({'/'.join(dict.fromkeys(extra))}: only the {', '.join(t for t, _ in others)})" if others else ""
+        raise TemplateError(
+            f"the {backend} {family} template supports {' and '.join(dtypes)} only, the problem uses {dtype}" + hint
+        )
+    for attr, words in OPTIONAL_ATTRS.items():
+        if attr in spec["attrs"] and attr not in meta.get("attrs", []):
+            others = [title for title, _ in _templates_with("attrs", attr)]
+            hint = f" (only the {', '.join(others)} does)" if others else ""
+            raise TemplateError(f"no {backend} {family} template reads {words}{hint}")
 
 
 def _runs_here(meta: dict, name: str, value, features: frozenset | None) -> bool:
@@ -181,7 +223,7 @@ def describe_chain(chain: list[dict], value: str = "v") -> str:
     return value
 
 
-def summary(spec: dict) -> str:
+def summary(spec: OpSpec) -> str:
     a, fam = spec["attrs"], spec["family"]
     if fam in ("softmax", "log_softmax"):
         core = f"{fam}(x{' * ' + repr(a['scale']) if a['scale'] != 1.0 else ''}, dim=-1)"
@@ -234,19 +276,13 @@ def _operands(spec: dict, chain: list[dict]) -> tuple[list[dict], list[dict]]:
     return out, operands
 
 
-def render(spec: dict, params: dict | None = None, backend: str = "cpp") -> str:
+def render(spec: OpSpec, params: dict | None = None, backend: str = "cpp") -> str:
     """A whole solution file for `spec` with `params` (missing ones take the defaults)."""
     family = spec.get("family")
     if family is None:
         raise TemplateError(f"nothing to render: the problem was not recognised ({spec.get('reason')})")
     dtype = spec.get("dtype")
-    if dtype != "float32" and not (dtype in HALF_TYPES and family in GEMM_FAMILIES and backend == "cpp"):
-        raise TemplateError(
-            f"the {backend} {family} template supports float32 only, the problem uses {dtype}"
-            + (" (fp16/bf16: only the C++ GEMM)" if dtype in HALF_TYPES else "")
-        )
-    if "residual" in spec["attrs"] and (family, backend) != ("layernorm", "cpp"):
-        raise TemplateError(f"no {backend} {family} template reads a residual sum (only the C++ layernorm does)")
+    _check_capabilities(spec, family, backend)
     template = _template_name(family)
     p = _check_params(family, backend, params or {})
     chain = spec["attrs"]["chain"] if family == "elementwise" else spec.get("epilogue", [])

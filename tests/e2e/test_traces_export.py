@@ -2,6 +2,7 @@
 for a wrong kernel), KernelBench's layout, and JSON lines with rewards for a trainer."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -138,3 +139,22 @@ def test_exporting_a_run_without_a_correct_kernel_is_one_line_and_exit_code_2(tm
     )
     assert proc.returncode == 2 and proc.stderr.startswith("error:") and "no correct candidate" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_exported_files_get_the_mode_any_new_file_gets_not_a_private_one(scripted, tmp_path):
+    from agentkern.helpers import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        export(scripted, "kernelbench", tmp_path / "kb")
+        export(scripted, "module", tmp_path / "module")
+        atomic_write_text(tmp_path / "shared.txt", "x")
+        os.umask(0o077)  # and a stricter umask is respected, as open() respects it
+        atomic_write_text(tmp_path / "private.txt", "x")
+    finally:
+        os.umask(old)
+    files = [p for p in (tmp_path / "kb").rglob("*") if p.is_file()] + list((tmp_path / "module").iterdir())
+    assert len(files) > 5 and {oct(p.stat().st_mode & 0o777) for p in files} == {oct(0o644)}
+    assert oct((tmp_path / "shared.txt").stat().st_mode & 0o777) == oct(0o644)
+    assert oct((tmp_path / "private.txt").stat().st_mode & 0o777) == oct(0o600)
+    assert not list(tmp_path.glob(".*"))  # no temporary file left behind

@@ -1,0 +1,245 @@
+"""This host as a target: its CPU's figures, read from /proc and /sys, and its bandwidths and matmul rate,
+measured once per CPU model and cached under AGENTKERN_HOME; and the local GPU's name (nvidia-smi).
+
+Every figure errs on the fast side (the fastest clock any source admits to, SMT threads counted as cores): the
+roofline bound built from them must never be beaten by a legitimate kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from agentkern.config import cache_dir
+from agentkern.helpers import atomic_write_json, sha256_text
+from agentkern.types import Target
+
+
+@functools.cache
+def local_gpu_name() -> str | None:
+    """The first GPU nvidia-smi lists, or None. Cached: one nvidia-smi call per process."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):  # a wedged driver hangs nvidia-smi: the timeout lands here
+        return None
+    lines = [ln.strip() for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
+    return lines[0] if lines else None
+
+
+_SYS_CPU = Path("/sys/devices/system/cpu")
+_DRAM_COPY_BYTES = 256 * 2**20
+_CACHE_TRAFFIC_BYTES = 256 * 2**20  # per timed trial of the in-cache copy: a few ms
+_MATMUL_N = 1024
+_TRIALS = 4
+_PAGE = 4096
+_MEASURED_KEYS = {"dram_gbs", "cache_gbs", "matmul_tflops", "trials", "cache_copy_kib"}
+
+
+def _read(path: Path | str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _size_kb(text: str) -> float:
+    m = re.fullmatch(r"(\d+)([KMG]?)", text.strip())
+    return float(m[1]) * {"": 1 / 1024, "K": 1, "M": 1024, "G": 1024**2}[m[2]] if m else 0.0
+
+
+def _cache_sizes_kb(cpus: list[int]) -> tuple[float, float]:
+    """(one L2, all L3 together): L3 is counted once per distinct instance (one per CCX on an EPYC)."""
+    l2_kb = 0.0
+    l3: dict[str, float] = {}
+    for cpu in cpus:
+        for index in sorted((_SYS_CPU / f"cpu{cpu}" / "cache").glob("index*")):
+            level, size = _read(index / "level").strip(), _size_kb(_read(index / "size"))
+            if level == "2" and cpu == cpus[0]:
+                l2_kb = size
+            elif level == "3":
+                l3[_read(index / "shared_cpu_list").strip() or str(cpu)] = size
+    return l2_kb, sum(l3.values())
+
+
+def _cpu_facts() -> dict[str, Any]:
+    cpuinfo = _read("/proc/cpuinfo")
+
+    def field(key: str) -> list[str]:
+        return re.findall(rf"^{key}\s*:\s*(.*)$", cpuinfo, re.M)
+
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    model = (field("model name") or ["unknown CPU"])[0].strip()
+    flags = set((field("flags") or field("Features") or [""])[0].split())
+    # The fastest clock any source admits to: a slower one would make the compute bound beatable.
+    clocks = {
+        "cpufreq cpuinfo_max_freq": float(_read(_SYS_CPU / f"cpu{cpus[0]}/cpufreq/cpuinfo_max_freq") or 0) / 1e6,
+        "/proc/cpuinfo cpu MHz": max((float(mhz) for mhz in field("cpu MHz")), default=0.0) / 1e3,
+        "model name": float((re.findall(r"@\s*([\d.]+)\s*GHz", model) or [0])[0]),
+    }
+    clock_source, ghz = max(clocks.items(), key=lambda kv: kv[1])
+    l2_kb, l3_kb = _cache_sizes_kb(cpus)
+    mem_kb = re.findall(r"^MemTotal:\s*(\d+) kB", _read("/proc/meminfo"), re.M)
+    return {
+        "model": model,
+        "cores": len(cpus),
+        "fma": bool(flags & {"fma", "asimd"}),
+        "simd_bits": 512 if "avx512f" in flags else 256 if flags & {"avx2", "avx"} else 128,
+        "ghz": ghz,
+        "clock_source": clock_source,
+        "l2_kb": l2_kb,
+        "l3_kb": l3_kb,
+        "memory_gb": round(int(mem_kb[0]) / 2**20, 1) if mem_kb else None,
+    }
+
+
+def _copy_pair(nbytes: int):  # -> (src, dst), numpy views of one buffer
+    """Source and destination half a page apart: glibc's `rep movsb` copy runs ~10x slower on some x86 CPUs when
+    dst - src is just above a multiple of 4 KiB, which would measure libc rather than the memory."""
+    import numpy as np
+
+    buf = np.empty(2 * nbytes + _PAGE, np.uint8)
+    return buf[:nbytes], buf[nbytes + _PAGE // 2 : 2 * nbytes + _PAGE // 2]
+
+
+def _timed_parallel(work, spans: list[tuple[int, int]]) -> float:
+    """Seconds for `work(lo, hi)` over all spans, one thread each (numpy drops the GIL while it copies)."""
+    threads = [threading.Thread(target=work, args=span) for span in spans]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start
+
+
+def _best_seconds(fn, reps: int = 1) -> float:
+    best = float("inf")
+    for _ in range(_TRIALS):
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        best = min(best, time.perf_counter() - start)
+    return best / reps
+
+
+def _measure_host(cores: int, l2_kb: float) -> dict[str, Any]:
+    """Copy bandwidths in GB/s (bytes read + bytes written per second) and a float32 matmul rate, best of a few."""
+    import numpy as np
+
+    n = _DRAM_COPY_BYTES
+    src, dst = _copy_pair(n)
+    spans = [(i * n // cores, (i + 1) * n // cores) for i in range(cores)]
+
+    def touch(lo: int, hi: int) -> None:
+        src[lo:hi].fill(1)
+        dst[lo:hi].fill(0)
+
+    def copy(lo: int, hi: int) -> None:
+        np.copyto(dst[lo:hi], src[lo:hi])
+
+    # First touch from every thread: page faults cost far more than the copy, and serially they blow the budget.
+    _timed_parallel(touch, spans)
+    # All cores usually win; one core can, on a host whose memory a single core already saturates.
+    dram_s = min(_timed_parallel(copy, spans if i % 2 == 0 else [(0, n)]) for i in range(_TRIALS))
+    src = dst = None  # 2 x 256 MiB: free them before the next measurement
+
+    # Per-core in-cache bandwidth: source and destination together fill half of one L2.
+    m = int(max(l2_kb, 64.0) * 1024) // 4
+    small_src, small_dst = _copy_pair(m)
+    reps = _CACHE_TRAFFIC_BYTES // (2 * m)
+    full = _best_seconds(lambda: np.copyto(small_dst, small_src), reps)
+    # Less numpy's per-call overhead (a 1-byte copy), ~20% of an L2-sized copy; capped at half, against noise.
+    cache_s = max(full - _best_seconds(lambda: np.copyto(small_dst[:1], small_src[:1]), reps), full / 2)
+
+    a = np.ones((_MATMUL_N, _MATMUL_N), np.float32)
+    matmul_s = _best_seconds(lambda: a @ a)
+    return {
+        "dram_gbs": round(2 * n / dram_s / 1e9, 1),
+        "cache_gbs": round(2 * m / cache_s / 1e9 * cores, 1),  # L2 is private to each core: the cores add up
+        "matmul_tflops": round(2 * _MATMUL_N**3 / matmul_s / 1e12, 4),
+        "trials": _TRIALS,
+        "cache_copy_kib": m // 1024,
+    }
+
+
+def _host_measurements(facts: dict[str, Any]) -> dict[str, Any]:
+    """Measured once per CPU model and core count, then read from AGENTKERN_HOME/cache/targets."""
+    path = cache_dir("targets") / f"cpu-{sha256_text(facts['model'], str(facts['cores']))[:16]}.json"
+    try:
+        cached = json.loads(path.read_text())
+        if isinstance(cached, dict) and _MEASURED_KEYS <= cached.keys():
+            return cached
+    except (OSError, ValueError):
+        pass
+    measured = {"model": facts["model"], "cores": facts["cores"], **_measure_host(facts["cores"], facts["l2_kb"])}
+    try:
+        atomic_write_json(path, measured)
+    except OSError:  # a read-only home still gets figures, just not cached ones
+        pass
+    return measured
+
+
+def cpu_cache_bandwidth_gbs() -> float:
+    """Copy bandwidth of data that stays in the caches, all cores together (measured once, cached)."""
+    return float(_host_measurements(_cpu_facts())["cache_gbs"])
+
+
+def cpu_target() -> Target:
+    """This host's CPU as a target. Its bandwidths and matmul rate are measured on first use (about a second),
+    then read from the cache."""
+    f = _cpu_facts()
+    measured = _host_measurements(f)
+    lanes = f["simd_bits"] // 32
+    derived = f["cores"] * f["ghz"] * lanes * 2 * 2 / 1000
+    # A VM's /proc/cpuinfo often shows the base clock, below the turbo the cores really run at: BLAS beating the
+    # formula proves it, and the measured rate then takes over.
+    fp32 = max(derived, measured["matmul_tflops"])
+    trials = f"best of {measured['trials']}"
+    half_lane = "derived: 2 x the fp32 peak (upper bound: two 16-bit values per 32-bit lane)"
+    return Target(
+        name="cpu",
+        kind="cpu",
+        display_name=f"{f['model']} ({f['cores']} cores)",
+        peak_tflops={"fp32": fp32, "fp64": fp32 / 2, "fp16": fp32 * 2, "bf16": fp32 * 2, "int8": fp32 * 4},
+        memory_bandwidth_gbs=float(measured["dram_gbs"]),
+        memory_gb=f["memory_gb"],
+        cores=f["cores"],
+        simd_width_bits=f["simd_bits"],
+        l2_mb=f["l2_kb"] / 1024,
+        l3_mb=f["l3_kb"] / 1024,
+        sources={
+            "peak_tflops.fp32": (
+                f"the larger of derived: {f['cores']} cores x {f['ghz']:.2f} GHz ({f['clock_source']}) x {lanes} lanes "
+                f"x 2 (FMA) x 2 pipes = {derived:.4g}, and measured on this host: numpy float32 {_MATMUL_N}^3 "
+                f"matmul, {trials} = {measured['matmul_tflops']:.4g}"
+            ),
+            "peak_tflops.fp64": "derived: half the fp32 peak (64-bit lanes)",
+            "peak_tflops.fp16": half_lane,
+            "peak_tflops.bf16": half_lane,
+            "peak_tflops.int8": "derived: 4 x the fp32 peak (upper bound: four int8 values per 32-bit lane, VNNI)",
+            "memory_bandwidth_gbs": f"measured on this host: numpy copy of 256 MiB, {trials}, read + write bytes",
+            "memory_gb": "/proc/meminfo MemTotal",
+            "cores": "os.sched_getaffinity (logical CPUs this process may use)",
+            "simd_width_bits": "/proc/cpuinfo flags (avx512f: 512, avx2 or avx: 256, else 128)",
+            "l2_mb": f"{_SYS_CPU}/cpu*/cache/index*/size (one core's L2)",
+            "l3_mb": f"{_SYS_CPU}/cpu*/cache/index*/size (every distinct L3 of the usable cores)",
+        },
+        notes=(
+            f"FMA: {'yes' if f['fma'] else 'no'}. In-cache copy bandwidth, all cores: {measured['cache_gbs']} GB/s "
+            f"(numpy copy of {measured['cache_copy_kib']} KiB per core, {trials}); the roofline uses it when the bytes "
+            "fit in the L3 or the L2s. SMT threads count as cores: an over-estimate, so the bound stays a lower bound."
+        ),
+    )

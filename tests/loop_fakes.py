@@ -1,0 +1,56 @@
+"""Stand-ins for the policy and the harness in tests of the agent loop: drafts named by a counter, verdicts
+made up from the order of evaluation (no model, no build, no timing)."""
+
+from agentkern.types import EvalResult
+
+
+class ListPolicy:
+    """Proposes drafts named by a counter; the fake evaluator decides their speedups."""
+
+    def __init__(self):
+        self.n = 0
+
+    def plan(self, ctx):
+        return {"summary": f"plan {ctx['iteration']}", "strategy": "fake"}
+
+    def write(self, plan, ctx, beam):
+        drafts = []
+        for _ in range(beam):
+            self.n += 1
+            drafts.append(
+                {
+                    "strategy": f"fam{self.n % 2}/v{self.n}",
+                    "params": {"n": self.n},
+                    "parent": None,
+                    "source": f"# candidate {self.n}\nclass ModelNew: pass\n",
+                    "error": None,
+                }
+            )
+        return drafts
+
+
+class FakeEvaluate:
+    """Speedups by evaluation order; raises KeyboardInterrupt at call `interrupt_at` to simulate a kill."""
+
+    def __init__(self, speedups, interrupt_at=None):
+        self.speedups = list(speedups)
+        self.calls = []
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, problem_path, path, target_name, options):
+        if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
+            self.interrupt_at = None
+            raise KeyboardInterrupt("killed mid-run")
+        self.calls.append(path.name)
+        s = self.speedups[(len(self.calls) - 1) % len(self.speedups)]
+        if s is None:
+            return EvalResult("incorrect", False, error="output differs", details={})
+        return EvalResult(
+            "ok",
+            True,
+            speedup=s,
+            reference_ms=1.0,
+            kernel_ms=1.0 / s,
+            roofline_fraction=0.1 * s,
+            details={"bound": "memory", "timing": {}},
+        )

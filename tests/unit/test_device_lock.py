@@ -1,0 +1,29 @@
+"""The device lock (agentkern/harness/device_lock.py) as flock sees it: timing excludes everything, builds and
+correctness checks share the device. (An evaluation waiting for it: tests/e2e/test_executors.py.)"""
+
+import os
+
+
+def test_a_measurement_waits_for_builds_and_checks_and_they_wait_for_a_measurement():
+    """The device lock (harness/device_lock.py): a candidate is timed only when no other worker builds,
+    checks or times on the device; builds and correctness checks share the device with each other."""
+    import fcntl
+
+    from agentkern.harness.device_lock import building, checking, lock_dir, timing_lock
+
+    def can(mode) -> bool:
+        fd = os.open(lock_dir() / "device-cpu.lock", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    with timing_lock("cpu"):
+        assert not can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
+    for shared in (building, checking):
+        with shared("cpu"):
+            assert can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
+    assert can(fcntl.LOCK_EX)
