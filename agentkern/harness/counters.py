@@ -235,10 +235,15 @@ def collect(
             **parsed,
             **({} if parsed["values"] else {"why": "ncu reported no metrics"}),
         }
+    return _perf_counters(text, outcome.result.get("loop_ms"), calls)
+
+
+def _perf_counters(text: str, loop_ms: float | None, calls: int) -> dict:
+    """What perf stat's CSV says about `calls` runs of the kernel, per call."""
     parsed = parse_perf_csv(text)
     if not parsed["values"]:
         return {"available": False, "why": "perf stat counted nothing", "missing": parsed["missing"]}
-    values = derive_cpu(parsed["values"], outcome.result.get("loop_ms"), calls)
+    values = derive_cpu(parsed["values"], loop_ms, calls)
     note = (
         "hardware events <not supported> here (a VM without a PMU?): software events only"
         if "cycles" in parsed["missing"]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentkern import backends
+from agentkern.harness import protocol
 from agentkern.helpers import atomic_write_json, one_line, tail
 
 POLL_S = 0.02
@@ -124,14 +125,12 @@ class WarmPool:
 
     def wait_ready(self, timeout_s: float = 30.0) -> bool:
         """Block until the spare has finished its imports (for callers with idle time to spend)."""
-        from agentkern.harness.worker import READY_LINE
-
         deadline = time.monotonic() + timeout_s
         while self.spare is not None and time.monotonic() < deadline:
             proc, log_path, _ = self.spare
             if proc.poll() is not None:
                 return False
-            if READY_LINE in log_path.read_text(errors="replace"):
+            if protocol.READY_LINE in log_path.read_text(errors="replace"):
                 return True
             time.sleep(POLL_S)
         return False
@@ -152,51 +151,22 @@ def run_worker(
 ) -> SandboxOutcome:
     """Run one request in a fresh worker (or the pool's spare). `prefix` wraps the worker's command line
     (perf stat, ncu: agentkern/harness/counters.py); a wrapped run never uses the spare."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    request = {
-        **request,
-        "result_path": str(workdir / "result.json"),
-        "phase_path": str(workdir / "phase"),
-        "env": {k: env[k] for k in PER_REQUEST_VARS if k in env},
-        "cwd": str(workdir),
-    }
-    request_path = workdir / "request.json"
-    atomic_write_json(request_path, request)
+    request_path = _write_request(request, workdir, env)
     start = time.monotonic()
-    phase_started = start
-    phase = "start"
-    killed_for = None
-    mem_limit = limits["memory_limit_gb"] * 2**30
     warm = pool.take(env) if pool is not None and not prefix else None
     if warm is not None:
         proc, log_path = warm
         proc.stdin.write(f"{request_path}\n".encode())
         proc.stdin.close()
     else:
-        log_path = workdir / "worker.log"
+        log_path = workdir / protocol.LOG
         proc = _spawn([str(request_path)], workdir, env, log_path, subprocess.DEVNULL, prefix)
     if pool is not None and not prefix:
         # The next spare imports torch now, beside this evaluation's build and check: its import holds the
         # device's shared lock (device_lock.py), so it never runs while a candidate is timed.
         pool.refill(env)
-    polls = 0
     try:
-        while proc.poll() is None:
-            time.sleep(POLL_S)
-            polls += 1
-            now_phase = _read(workdir / "phase") or phase
-            if now_phase != phase:
-                phase, phase_started = now_phase, time.monotonic()
-            limit = limits["compile_timeout_s"] if phase in ("start", "import", "compile") else limits["run_timeout_s"]
-            # "queued ...": waiting for the device (device_lock.py), held by another worker that is under
-            # its own limits; the wait is not this candidate's run time.
-            if not phase.startswith("queued") and time.monotonic() - phase_started > limit:
-                killed_for = "compile_timeout" if phase in ("start", "import", "compile") else "run_timeout"
-            elif polls % MEMORY_POLL_EVERY == 0 and _group_rss_bytes(proc.pid) > mem_limit:
-                killed_for = "memory"
-            if killed_for:
-                _kill_group(proc)
-                break
+        killed_for, phase = _watch(proc, workdir, limits)
     except BaseException:
         _kill_group(proc)  # Ctrl-C in the parent must not leave a worker behind
         if pool is not None:
@@ -208,31 +178,64 @@ def run_worker(
     except (ProcessLookupError, PermissionError):
         pass
     if warm is not None:  # keep the log with the evaluation it belongs to
-        log_path = Path(shutil.move(log_path, workdir / "worker.log"))
+        log_path = Path(shutil.move(log_path, workdir / protocol.LOG))
     if pool is not None:
         pool.refill(env)  # when no spare was started above
-    result = None
-    result_path = workdir / "result.json"
-    if result_path.exists() and killed_for is None:
-        try:
-            result = json.loads(result_path.read_text())
-        except json.JSONDecodeError:
-            result = None
     return SandboxOutcome(
-        result=result,
+        result=_read_result(workdir) if killed_for is None else None,
         returncode=proc.returncode,
         killed_for=killed_for,
-        phase=_read(workdir / "phase") or phase,
+        phase=protocol.read_phase(workdir) or phase,
         wall_s=time.monotonic() - start,
         log=tail(log_path.read_text(errors="replace")),
         warm=warm is not None,
     )
 
 
-def _read(path: Path) -> str | None:
+def _write_request(request: dict, workdir: Path, env: dict[str, str]) -> Path:
+    workdir.mkdir(parents=True, exist_ok=True)
+    request = {
+        **request,
+        "result_path": str(workdir / protocol.RESULT),
+        "phase_path": str(workdir / protocol.PHASE),
+        "env": {k: env[k] for k in PER_REQUEST_VARS if k in env},
+        "cwd": str(workdir),
+    }
+    request_path = workdir / protocol.REQUEST
+    atomic_write_json(request_path, request)
+    return request_path
+
+
+def _watch(proc: subprocess.Popen, workdir: Path, limits: dict[str, float]) -> tuple[str | None, str]:
+    """Poll the worker until it exits or breaks a limit: (what it was killed for or None, its last phase)."""
+    phase, phase_started = "start", time.monotonic()
+    mem_limit = limits["memory_limit_gb"] * 2**30
+    polls = 0
+    while proc.poll() is None:
+        time.sleep(POLL_S)
+        polls += 1
+        now_phase = protocol.read_phase(workdir) or phase
+        if now_phase != phase:
+            phase, phase_started = now_phase, time.monotonic()
+        compiling = phase in protocol.COMPILE_PHASES
+        limit = limits["compile_timeout_s"] if compiling else limits["run_timeout_s"]
+        killed_for = None
+        # "queued ...": waiting for the device (device_lock.py), held by another worker that is under
+        # its own limits; the wait is not this candidate's run time.
+        if not phase.startswith("queued") and time.monotonic() - phase_started > limit:
+            killed_for = "compile_timeout" if compiling else "run_timeout"
+        elif polls % MEMORY_POLL_EVERY == 0 and _group_rss_bytes(proc.pid) > mem_limit:
+            killed_for = "memory"
+        if killed_for:
+            _kill_group(proc)
+            return killed_for, phase
+    return None, phase
+
+
+def _read_result(workdir: Path) -> dict | None:
     try:
-        return path.read_text().strip() or None
-    except OSError:
+        return json.loads((workdir / protocol.RESULT).read_text())
+    except (OSError, json.JSONDecodeError):
         return None
 
 

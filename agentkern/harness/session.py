@@ -15,7 +15,8 @@ import time
 import torch
 
 from agentkern.harness import correctness as C
-from agentkern.harness.guards import AuditGuard, OpRecorder, RuntimeSnapshot, ThreadWatch, check_fallback
+from agentkern.harness.fallback import OpRecorder, check_fallback
+from agentkern.harness.guards import AuditGuard, RuntimeSnapshot, ThreadWatch
 from agentkern.harness.rejections import Rejected
 from agentkern.harness.timing import measure_interleaved
 
@@ -45,7 +46,7 @@ class EvalSession:
 
     # ---- loading -------------------------------------------------------------------------------------
     def _load(self):
-        from agentkern.harness.worker import load_module, load_problem_module
+        from agentkern.harness.loading import load_module, load_problem_module
 
         t0 = _perf()
         # Registered under a name nobody can guess: a plain `import` must not hand the candidate the reference.
@@ -343,3 +344,8 @@ class EvalSession:
     def _rejected(self, rej: Rejected) -> dict:
         self.details["rejected_because"] = rej.code
         return {"status": "rejected", "correct": False, "error": f"{rej.code}: {rej.message}", "details": self.details}
+
+
+def evaluate_request(request: dict, phase) -> dict:
+    """The sandboxed worker's default mode (agentkern/harness/worker.py MODES): judge one candidate."""
+    return EvalSession(request, phase).run()

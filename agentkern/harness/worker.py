@@ -8,47 +8,33 @@ the parent still reaches a verdict: a crash leaves no result file, a hang hits t
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
 import sys
 import traceback
-import types
 from pathlib import Path
 
 from agentkern import backends  # at start-up: discovered before any candidate code runs
+from agentkern.harness.protocol import READY_LINE, Phase
 from agentkern.helpers import atomic_write_json, one_line, tail
 
-READY_LINE = "agentkern-worker: imports done, waiting for a request"
+# The worker's modes: "module:callable", imported when a request asks for one, so that this module imports
+# none of them (the built-in policy's analysis lives above the harness). A callable takes (request, phase)
+# and returns the result dict. Each mode runs trusted code, or a candidate under the guards (the default).
+MODES = {
+    "evaluate": "agentkern.harness.session:evaluate_request",
+    "cuda_sources": "agentkern.harness.modes.ptx:capture_cuda_sources",  # sources to compile-check for PTX
+    "profile": "agentkern.harness.modes.profile:profile_request",  # counters around a kernel that passed
+    "analyze": "agentkern.policies.builtin.recognize:analyze_request",  # the built-in policy: what is computed
+    "baseline": "agentkern.harness.modes.baseline_session:baseline_request",  # torch.compile(Model), for bench
+}
 
 
-class Phase:
-    """Tells the parent which limit applies: compile (loading the candidate) or run."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def enter(self, name: str) -> None:
-        self.path.write_text(name)
-
-
-def load_module(path: str, name: str, register: bool = True) -> types.ModuleType:
-    module = types.ModuleType(name)
-    module.__file__ = path
-    if register:  # dataclasses and Triton's JIT look a module up in sys.modules
-        sys.modules[name] = module
-    source = Path(path).read_text()
-    exec(compile(source, path, "exec"), module.__dict__)
-    return module
-
-
-def load_problem_module(path: str, name: str, size: str | None, register: bool = True) -> types.ModuleType:
-    """A problem, imported, with its size constants set for `size` (agentkern/sizes.py)."""
-    from agentkern.sizes import apply_size
-
-    module = load_module(path, name, register)
-    apply_size(module, size)
-    return module
+def _mode(name: str):
+    module, _, attr = MODES[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def _is_compile_failure(exc: BaseException) -> bool:
@@ -98,26 +84,7 @@ def main(request_path: str) -> int:
     phase = Phase(Path(request["phase_path"]))
     phase.enter("import")
     try:
-        if request.get("mode") == "cuda_sources":
-            from agentkern.harness.modes.ptx import capture_cuda_sources
-
-            result = capture_cuda_sources(request)
-        elif request.get("mode") == "profile":  # hardware counters around a kernel that already passed
-            from agentkern.harness.modes.profile import profile_request
-
-            result = profile_request(request, phase)
-        elif request.get("mode") == "analyze":  # the built-in policy: what does the problem compute?
-            from agentkern.policies.builtin.recognize import analyze_request
-
-            result = analyze_request(request)
-        elif request.get("mode") == "baseline":  # trusted: torch.compile of the reference, for agentkern bench
-            from agentkern.harness.modes.baseline_session import BaselineSession
-
-            result = BaselineSession(request, phase).run()
-        else:
-            from agentkern.harness.session import EvalSession
-
-            result = EvalSession(request, phase).run()
+        result = _mode(request.get("mode", "evaluate"))(request, phase)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - everything the candidate throws, sys.exit too, is a verdict

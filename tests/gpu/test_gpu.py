@@ -36,12 +36,12 @@ def test_cuda_kernel_builds_runs_and_is_timed():
 
 
 def test_l2_flush_buffer_is_larger_than_the_l2():
-    from agentkern.harness.evaluate import _flush_bytes
+    from agentkern.harness.jobs import flush_bytes
     from agentkern.harness.timing import CacheFlusher
     from agentkern.targets import get_target
 
     target = get_target(_gpu_target())
-    nbytes = _flush_bytes(target, "cuda")
+    nbytes = flush_bytes(target, "cuda")
     assert nbytes >= 2 * target.l2_mb * 2**20
     flusher = CacheFlusher(torch.device("cuda"), nbytes)
     flusher.flush()

@@ -24,7 +24,7 @@ def test_attention_flops_are_counted_on_cpu():
     import torch
     import torch.nn.functional as F
 
-    from agentkern.harness.guards import OpRecorder
+    from agentkern.harness.fallback import OpRecorder
 
     q, k, v = torch.randn(2, 3, 16, 8), torch.randn(2, 3, 24, 8), torch.randn(2, 3, 24, 8)
     with torch.no_grad(), OpRecorder() as recorder:

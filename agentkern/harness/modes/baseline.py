@@ -12,17 +12,13 @@ eager / compiled. Inductor's cache lives in AGENTKERN_HOME/cache/inductor, so a 
 
 from __future__ import annotations
 
-import secrets
 import shutil
-import time
 from dataclasses import asdict
 from pathlib import Path
 
 from agentkern import targets as T
-from agentkern.config import cache_dir, home
-from agentkern.harness.evaluate import _env, _flush_bytes, _limits, _seeds, problem_size
-from agentkern.harness.sandbox import describe_death, run_worker
-from agentkern.helpers import one_line
+from agentkern.config import cache_dir
+from agentkern.harness import jobs
 from agentkern.problems import load_problem
 from agentkern.types import EvalOptions, EvalResult
 
@@ -33,7 +29,7 @@ def compile_baseline(
     opts = options or EvalOptions()
     prob = load_problem(str(problem))
     tgt = T.get_target(target)
-    size, size_note = problem_size(prob, opts, tgt)
+    size, size_note = jobs.problem_size(prob, opts, tgt)
     base = {
         "backend": "torch.compile",
         "target": tgt.name,
@@ -46,7 +42,7 @@ def compile_baseline(
             "unverified", False, error=f"no {tgt.display_name} on this machine: torch.compile not timed", details=base
         )
     device = "cpu" if tgt.kind == "cpu" else "cuda"
-    seeds = _seeds(opts)
+    seeds = jobs.seeds(opts)
     request = {
         "mode": "baseline",
         "problem_path": str(prob.path),
@@ -57,28 +53,14 @@ def compile_baseline(
         "options": asdict(opts),
         "seeds": seeds,
         "timing_seed": seeds[-1] + 10_000,
-        "flush_bytes": _flush_bytes(tgt, device),
+        "flush_bytes": jobs.flush_bytes(tgt, device),
     }
-    workdir = home() / "baselines" / f"{time.strftime('%Y%m%d-%H%M%S')}-{prob.path.stem}-{secrets.token_hex(4)}"
-    env = _env(device, "torch", opts.threads, workdir)
+    workdir = jobs.work_folder("baselines", prob.path.stem)
+    env = jobs.env(device, "torch", opts.threads, workdir)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor"))  # not TMPDIR: the work folder is removed
-    limits = _limits(opts)
-    outcome = run_worker(request, workdir, env, limits)  # never a spare: it would lack the inductor cache
-    if outcome.result is None:
-        status, error = describe_death(outcome, limits)
-        result = EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log})
-    else:
-        raw = outcome.result
-        result = EvalResult(
-            raw["status"],
-            bool(raw.get("correct")),
-            speedup=raw.get("speedup"),
-            reference_ms=raw.get("reference_ms"),
-            kernel_ms=raw.get("kernel_ms"),
-            error=one_line(raw.get("error")),
-            details={**base, **raw.get("details", {})},
-        )
-    result.details["wall_s"] = round(outcome.wall_s, 3)
+    job = jobs.run_job(request, workdir, env, opts)  # never a spare: it would lack the inductor cache
+    result = jobs.verdict_of(job, base)
+    result.details["wall_s"] = round(job.outcome.wall_s, 3)
     if not keep_workdir and result.status == "ok":
         shutil.rmtree(workdir, ignore_errors=True)
     else:

@@ -30,7 +30,7 @@ class _Unguarded:
 
 class BaselineSession(EvalSession):
     def _load(self) -> None:
-        from agentkern.harness.worker import load_problem_module
+        from agentkern.harness.loading import load_problem_module
 
         t0 = _perf()
         self.problem = load_problem_module(
@@ -89,3 +89,8 @@ class BaselineSession(EvalSession):
             self._with_timing(result, timing)
         self.details["phases"] = self.timings
         return result
+
+
+def baseline_request(request: dict, phase) -> dict:
+    """The sandboxed worker's "baseline" mode (agentkern/harness/worker.py MODES)."""
+    return BaselineSession(request, phase).run()

@@ -23,7 +23,7 @@ def _perf_control(request: dict, command: str) -> None:
 def profile_request(request: dict, phase) -> dict:
     import torch
 
-    from agentkern.harness.worker import load_module, load_problem_module
+    from agentkern.harness.loading import load_module, load_problem_module
 
     device = torch.device(request["device"])
     problem = load_problem_module(request["problem_path"], f"_reference_{secrets.token_hex(8)}", request.get("size"))

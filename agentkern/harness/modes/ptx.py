@@ -20,11 +20,11 @@ class _Captured(Exception):
     pass
 
 
-def capture_cuda_sources(request: dict) -> dict:
+def capture_cuda_sources(request: dict, phase=None) -> dict:
     """Worker side: import the candidate with load_inline recording its sources instead of building."""
     import torch.utils.cpp_extension as ext
 
-    from agentkern.harness.worker import load_module
+    from agentkern.harness.loading import load_module
 
     captured: list[dict] = []
 
@@ -67,8 +67,7 @@ def _stub_headers(workdir: Path) -> Path:
 
 def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalResult:
     """Parent side: capture the sources in the sandbox, then nvcc -ptx each for the target's arch."""
-    from agentkern.harness.evaluate import _env, _limits, _workdir
-    from agentkern.harness.sandbox import describe_death, run_worker
+    from agentkern.harness import jobs
 
     nvcc = shutil.which("nvcc")
     if nvcc is None:
@@ -78,18 +77,13 @@ def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalRes
             error="no CUDA device and no nvcc here: the kernel was neither built nor run",
             details=base,
         )
-    workdir = _workdir(sol.path)
-    limits = _limits(opts)
+    workdir = jobs.work_folder("evals", sol.path.stem)
     request = {"mode": "cuda_sources", "solution_path": str(sol.path), "problem_path": base["problem"]}
-    outcome = run_worker(request, workdir, _env("cpu", "cuda", opts.threads, workdir), limits)
-    if outcome.result is None:
-        status, error = describe_death(outcome, limits)
-        return EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log})
-    raw = outcome.result
-    if raw.get("status") != "ok":
-        return EvalResult(
-            raw["status"], False, error=one_line(raw.get("error")), details={**base, **raw.get("details", {})}
-        )
+    job = jobs.run_job(request, workdir, jobs.env("cpu", "cuda", opts.threads, workdir), opts)
+    captured = jobs.verdict_of(job, base)
+    if job.outcome.result is None or captured.status != "ok":
+        return captured
+    raw = job.outcome.result
     if not raw["captured"]:
         return EvalResult(
             "unverified", False, error="no load_inline(cuda_sources=...) call found to compile", details=base
@@ -98,41 +92,32 @@ def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalRes
     includes = [f"-I{p}" for p in raw["include_paths"]] + [f"-I{_stub_headers(workdir)}"]
     checked = []
     for i, unit in enumerate(raw["captured"]):
-        src = workdir / f"{unit['name']}_{i}.cu"
-        src.write_text("\n".join(unit["cuda_sources"]))
-        cmd = [
-            nvcc,
-            "-ptx",
-            f"-arch={arch}",
-            "-std=c++17",
-            *includes,
-            *unit["extra_cuda_cflags"],
-            str(src),
-            "-o",
-            str(src.with_suffix(".ptx")),
-        ]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.compile_timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            return EvalResult(
-                "timeout", False, error=f"nvcc took longer than {opts.compile_timeout_s:g} s", details=base
-            )
-        if proc.returncode != 0:
-            missing = MISSING_HEADER.search(proc.stderr)
-            if missing:
-                return EvalResult(
-                    "unverified",
-                    False,
-                    error=f"cannot compile-check here: header {missing.group(1)} is not in this torch build",
-                    details={**base, "nvcc_log": proc.stderr[-4000:]},
-                )
-            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr)
-            return EvalResult(
-                "compile_error", False, error=one_line(first), details={**base, "nvcc_log": proc.stderr[-4000:]}
-            )
-        checked.append(src.with_suffix(".ptx").name)
+        failed = _nvcc_ptx(nvcc, arch, includes, unit, workdir / f"{unit['name']}_{i}.cu", base, opts)
+        if failed is not None:
+            return failed
+        checked.append(f"{unit['name']}_{i}.ptx")
     shutil.rmtree(workdir, ignore_errors=True)
     details = {**base, "compile_check": f"nvcc -ptx -arch={arch} passed", "units": checked}
     return EvalResult(
         "unverified", False, error=f"compiled to PTX for {arch}; not run: no CUDA device here", details=details
     )
+
+
+def _nvcc_ptx(nvcc: str, arch: str, includes: list[str], unit: dict, src: Path, base: dict, opts: EvalOptions):
+    """Compile one captured unit to PTX: None when it compiled, else the verdict that says why not."""
+    src.write_text("\n".join(unit["cuda_sources"]))
+    ptx = str(src.with_suffix(".ptx"))
+    cmd = [nvcc, "-ptx", f"-arch={arch}", "-std=c++17", *includes, *unit["extra_cuda_cflags"], str(src), "-o", ptx]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.compile_timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        return EvalResult("timeout", False, error=f"nvcc took longer than {opts.compile_timeout_s:g} s", details=base)
+    if proc.returncode == 0:
+        return None
+    log = {**base, "nvcc_log": proc.stderr[-4000:]}
+    missing = MISSING_HEADER.search(proc.stderr)
+    if missing:
+        why = f"cannot compile-check here: header {missing.group(1)} is not in this torch build"
+        return EvalResult("unverified", False, error=why, details=log)
+    first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr)
+    return EvalResult("compile_error", False, error=one_line(first), details=log)

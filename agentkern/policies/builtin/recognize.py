@@ -21,15 +21,15 @@ from agentkern.policies.builtin.patterns import match
 from agentkern.types import OpSpec
 
 
-def analyze_request(request: dict) -> dict:
-    """The worker's "analyze" mode."""
+def analyze_request(request: dict, phase=None) -> dict:
+    """The sandboxed worker's "analyze" mode (agentkern/harness/worker.py MODES)."""
     return {"status": "ok", "correct": False, "spec": analyze(request["problem_path"], request.get("size"))}
 
 
 def analyze(problem_path: str, size: str | None = None) -> OpSpec:
     import torch
 
-    from agentkern.harness.worker import load_module
+    from agentkern.harness.loading import load_module
     from agentkern.sizes import apply_size
 
     module = load_module(str(problem_path), "agentkern_analyzed", register=False)
