@@ -9,7 +9,7 @@ LINTED := agentkern tests benchmarks
 
 .PHONY: demo test test-fast lint chromium bench install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray]' 2>&1 | grep -v "is ignored: it is neither" || true
 	$(BIN)/python -c "import agentkern, torch, ray; assert torch.__version__.startswith('2.13.0'), torch.__version__"
