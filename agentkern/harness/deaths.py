@@ -34,6 +34,7 @@ class SandboxOutcome(Protocol):
     rss_peak_bytes: int | None
     oom_kills: dict[str, int] | None
 
+
 DEFAULT_OUTPUT_LIMIT_MB = 1024.0  # per file: stops a 2 GB log, leaves room for any build artifact
 LOG_TAIL_BYTES = 64 * 2**10  # what agentkern reads of a worker's log, whatever its size
 
