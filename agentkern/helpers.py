@@ -17,10 +17,42 @@ from typing import Any
 _AST_LOCK = threading.RLock()
 
 
+# The largest source file agentkern parses or compiles (a problem, a candidate, a model's reply). Honest
+# kernels are tens of kB; a bigger file is refused before it is read (see agentkern/problems.py).
+MAX_SOURCE_BYTES = 4 * 2**20
+
+
+class SourceTooComplex(SyntaxError):
+    """A source Python's parser or compiler cannot take without exhausting agentkern itself: too large, or
+    nested deeper than its recursion limits (CPython 3.11 reports those as RecursionError or MemoryError,
+    which would otherwise end agentkern). A SyntaxError, so every caller that handles bad code handles it."""
+
+
+def source_too_large(size: int, unit: str = "bytes") -> SourceTooComplex:
+    return SourceTooComplex(f"source too large: {size} {unit}, limit {MAX_SOURCE_BYTES}")
+
+
 def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
-    """ast.parse, one thread at a time (see _AST_LOCK). Raises SyntaxError as ast.parse does."""
+    """ast.parse, one thread at a time (see _AST_LOCK). Raises SyntaxError as ast.parse does, and
+    SourceTooComplex (a SyntaxError) for a source too large or too deeply nested to parse."""
+    if len(source) > MAX_SOURCE_BYTES:
+        raise source_too_large(len(source), "characters")
     with _AST_LOCK:
-        return ast.parse(source, filename=filename)
+        try:
+            return ast.parse(source, filename=filename)
+        except (RecursionError, MemoryError):
+            raise SourceTooComplex("source too deeply nested: Python's parser gives up on it") from None
+
+
+def compile_python(source: str, filename: str = "<unknown>") -> None:
+    """Compile to bytecode without running anything; raises as parse_python does."""
+    if len(source) > MAX_SOURCE_BYTES:
+        raise source_too_large(len(source), "characters")
+    with _AST_LOCK:
+        try:
+            compile(source, filename, "exec")
+        except (RecursionError, MemoryError):
+            raise SourceTooComplex("source too deeply nested: Python's compiler gives up on it") from None
 
 
 def sha256_text(*parts: str) -> str:

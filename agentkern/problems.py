@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agentkern.config import dataset_dir
 from agentkern.errors import UserError
-from agentkern.helpers import parse_python
+from agentkern.helpers import MAX_SOURCE_BYTES, SourceTooComplex, parse_python, source_too_large
 
 PROBLEM_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -22,6 +22,9 @@ class SourceFile:
     path: Path
     source: str
     tree: ast.Module
+    # Why the file does not parse (a candidate's compile_error), None when it does. A candidate too large
+    # to read has source "" and this error.
+    error: SyntaxError | None = None
 
 
 def problem_dir() -> Path:
@@ -58,17 +61,28 @@ def _parse(path: Path, what: str) -> SourceFile:
     if not path.is_file():
         raise UserError(f"{what} file not found: {path}")
     try:
-        source = path.read_text()
+        size = path.stat().st_size
+        # Never read a huge file whole: a candidate can be gigabytes (agentkern would hold it all in memory).
+        source = "" if size > MAX_SOURCE_BYTES else path.read_text()
+        error = source_too_large(size) if size > MAX_SOURCE_BYTES else None
+        tree = parse_python(source, filename=str(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read {what} file {path}: {exc}") from None
-    try:
-        tree = parse_python(source, filename=str(path))
     except SyntaxError as exc:
+        error = exc
+    if error is not None:
         if what == "problem":
-            raise UserError(f"problem file {path} is not valid Python: line {exc.lineno}: {exc.msg}") from None
+            raise UserError(f"problem file {path} is not valid Python: {syntax_error_text(error)}") from None
         # A candidate with a syntax error is a verdict (compile_error), not bad input: keep an empty tree.
         tree = ast.Module(body=[], type_ignores=[])
-    return SourceFile(path=path.resolve(), source=source, tree=tree)
+    return SourceFile(path=path.resolve(), source=source, tree=tree, error=error)
+
+
+def syntax_error_text(exc: SyntaxError) -> str:
+    """One line: `line N: message`, or the message alone where there is no line (a file too large or too deep)."""
+    if isinstance(exc, SourceTooComplex) or exc.lineno is None:
+        return str(exc.msg)
+    return f"line {exc.lineno}: {exc.msg}"
 
 
 def top_level_names(tree: ast.Module) -> set[str]:
@@ -101,8 +115,9 @@ def load_solution(path: str | Path) -> SourceFile:
     solution = _parse(Path(path).expanduser(), "solution")
     # A file that failed to parse keeps an empty tree; look for the class in the text instead, so that a
     # candidate with a syntax error still gets its compile_error verdict.
+    # One too large to read gets its compile_error verdict without a look inside.
     has_model_new = "ModelNew" in top_level_names(solution.tree) or (
-        not solution.tree.body and "class ModelNew" in solution.source
+        solution.error is not None and ("class ModelNew" in solution.source or not solution.source)
     )
     if not has_model_new:
         raise UserError(f"{solution.path} defines no ModelNew (a solution is a Python file with class ModelNew)")

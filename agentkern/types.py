@@ -73,6 +73,9 @@ class EvalOptions:
     compile_timeout_s: float = 300.0
     run_timeout_s: float = 120.0
     memory_limit_gb: float = 8.0
+    # Largest file the worker (and its compilers, its log included) may write, in MiB: a candidate printing
+    # gigabytes is killed (SIGXFSZ) instead of filling the disk. Builds and caches stay far below it.
+    output_limit_mb: float = 1024.0
     threads: int | None = None  # None: all cores; the reference and the kernel get the same count
     check_timing: bool = True
     # Problem size (agentkern/sizes.py): "cpu" or "gpu" picks the problem's SIZES entry; None: the target

@@ -17,7 +17,8 @@ from agentkern.harness import jobs
 from agentkern.harness.rejections import Rejected
 from agentkern.harness.sandbox import WarmPool
 from agentkern.harness.static_checks import check_source, detect_backend
-from agentkern.problems import SourceFile, load_problem, load_solution
+from agentkern.helpers import SourceTooComplex, compile_python
+from agentkern.problems import SourceFile, load_problem, load_solution, syntax_error_text
 from agentkern.types import EvalOptions, EvalResult, Target
 
 
@@ -63,9 +64,12 @@ def evaluate(
 def _refused_before_running(sol: SourceFile, base: dict) -> EvalResult | None:
     """A verdict from the source alone (a syntax error, a static check), or None: the worker decides."""
     try:
-        compile(sol.source, str(sol.path), "exec")  # parsing runs nothing
-    except SyntaxError as exc:
-        return EvalResult("compile_error", False, error=f"SyntaxError: line {exc.lineno}: {exc.msg}", details=base)
+        if sol.error is not None:
+            raise sol.error
+        compile_python(sol.source, str(sol.path))  # parsing runs nothing
+    except SyntaxError as exc:  # SourceTooComplex too: too large, too deeply nested
+        kind = "" if isinstance(exc, SourceTooComplex) else "SyntaxError: "
+        return EvalResult("compile_error", False, error=kind + syntax_error_text(exc), details=base)
     try:
         check_source(sol.source, sol.tree)
     except Rejected as rej:

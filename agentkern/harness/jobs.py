@@ -16,7 +16,8 @@ from agentkern import backends, sizes
 from agentkern import targets as T
 from agentkern.config import cache_dir, home
 from agentkern.errors import UserError
-from agentkern.harness.sandbox import SandboxOutcome, WarmPool, describe_death, run_worker, worker_lost
+from agentkern.harness.deaths import death_details, describe_death, worker_lost
+from agentkern.harness.sandbox import SandboxOutcome, WarmPool, run_worker
 from agentkern.helpers import one_line
 from agentkern.types import EvalOptions, EvalResult, Target
 
@@ -83,6 +84,7 @@ def limits(opts: EvalOptions) -> dict[str, float]:
         "compile_timeout_s": opts.compile_timeout_s,
         "run_timeout_s": opts.run_timeout_s,
         "memory_limit_gb": opts.memory_limit_gb,
+        "output_limit_mb": opts.output_limit_mb,
     }
 
 
@@ -133,7 +135,9 @@ def verdict_of(job: Job, base: dict) -> EvalResult:
     outcome = job.outcome
     if outcome.result is None:
         status, error = describe_death(outcome, job.limits)
-        result = EvalResult(status, False, error=error, details={**base, "log_tail": outcome.log})
+        result = EvalResult(
+            status, False, error=error, details={**base, "log_tail": outcome.log, **death_details(outcome)}
+        )
         if worker_lost(outcome):
             result.details["worker_lost"] = True
         return result

@@ -23,7 +23,15 @@ from pathlib import Path
 
 from agentkern import backends
 from agentkern.harness import protocol
-from agentkern.helpers import atomic_write_json, one_line, tail
+from agentkern.harness.deaths import (  # noqa: F401 - describe_death, worker_lost: re-exported
+    describe_death,
+    oom_kill_counts,
+    oom_kills_since,
+    output_limit_bytes,
+    read_tail,
+    worker_lost,
+)
+from agentkern.helpers import atomic_write_json, tail
 
 POLL_S = 0.02
 # The memory check reads /proc/*/stat for every process on the machine (0.6 ms with 65 processes, more on a
@@ -40,6 +48,9 @@ class SandboxOutcome:
     wall_s: float
     log: str
     warm: bool = False
+    rss_last_bytes: int | None = None  # the group's resident memory at the watchdog's last sample
+    rss_peak_bytes: int | None = None
+    oom_kills: dict[str, int] | None = None  # OOM kills recorded while it ran, by counter; None: unreadable
 
 
 def _group_rss_bytes(pgid: int) -> int:
@@ -151,7 +162,8 @@ def run_worker(
 ) -> SandboxOutcome:
     """Run one request in a fresh worker (or the pool's spare). `prefix` wraps the worker's command line
     (perf stat, ncu: agentkern/harness/counters.py); a wrapped run never uses the spare."""
-    request_path = _write_request(request, workdir, env)
+    request_path = _write_request(request, workdir, env, limits)
+    oom_before = oom_kill_counts()
     start = time.monotonic()
     warm = pool.take(env) if pool is not None and not prefix else None
     if warm is not None:
@@ -165,8 +177,9 @@ def run_worker(
         # The next spare imports torch now, beside this evaluation's build and check: its import holds the
         # device's shared lock (device_lock.py), so it never runs while a candidate is timed.
         pool.refill(env)
+    rss: dict[str, int] = {}
     try:
-        killed_for, phase = _watch(proc, workdir, limits)
+        killed_for, phase = _watch(proc, workdir, limits, rss)
     except BaseException:
         _kill_group(proc)  # Ctrl-C in the parent must not leave a worker behind
         if pool is not None:
@@ -187,15 +200,19 @@ def run_worker(
         killed_for=killed_for,
         phase=protocol.read_phase(workdir) or phase,
         wall_s=time.monotonic() - start,
-        log=tail(log_path.read_text(errors="replace")),
+        log=tail(read_tail(log_path)),  # never the whole log: a candidate may have printed gigabytes
         warm=warm is not None,
+        rss_last_bytes=rss.get("last"),
+        rss_peak_bytes=rss.get("peak"),
+        oom_kills=oom_kills_since(oom_before) if oom_before else None,
     )
 
 
-def _write_request(request: dict, workdir: Path, env: dict[str, str]) -> Path:
+def _write_request(request: dict, workdir: Path, env: dict[str, str], limits: dict) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     request = {
         **request,
+        "output_limit_bytes": output_limit_bytes(limits),  # the worker caps its file sizes (deaths.cap_file_size)
         "result_path": str(workdir / protocol.RESULT),
         "phase_path": str(workdir / protocol.PHASE),
         "env": {k: env[k] for k in PER_REQUEST_VARS if k in env},
@@ -206,8 +223,9 @@ def _write_request(request: dict, workdir: Path, env: dict[str, str]) -> Path:
     return request_path
 
 
-def _watch(proc: subprocess.Popen, workdir: Path, limits: dict[str, float]) -> tuple[str | None, str]:
-    """Poll the worker until it exits or breaks a limit: (what it was killed for or None, its last phase)."""
+def _watch(proc: subprocess.Popen, workdir: Path, limits: dict[str, float], rss: dict) -> tuple[str | None, str]:
+    """Poll the worker until it exits or breaks a limit: (what it was killed for or None, its last phase).
+    `rss` gets the group's last and peak sampled resident memory, for the verdict of a worker killed."""
     phase, phase_started = "start", time.monotonic()
     mem_limit = limits["memory_limit_gb"] * 2**30
     polls = 0
@@ -224,8 +242,12 @@ def _watch(proc: subprocess.Popen, workdir: Path, limits: dict[str, float]) -> t
         # its own limits; the wait is not this candidate's run time.
         if not phase.startswith("queued") and time.monotonic() - phase_started > limit:
             killed_for = "compile_timeout" if compiling else "run_timeout"
-        elif polls % MEMORY_POLL_EVERY == 0 and _group_rss_bytes(proc.pid) > mem_limit:
-            killed_for = "memory"
+        elif polls % MEMORY_POLL_EVERY == 0:
+            group_rss = _group_rss_bytes(proc.pid)
+            if group_rss:  # 0: the group is already gone (a dead worker's stat reads 0 pages)
+                rss["last"], rss["peak"] = group_rss, max(group_rss, rss.get("peak", 0))
+            if group_rss > mem_limit:
+                killed_for = "memory"
         if killed_for:
             _kill_group(proc)
             return killed_for, phase
@@ -237,36 +259,3 @@ def _read_result(workdir: Path) -> dict | None:
         return json.loads((workdir / protocol.RESULT).read_text())
     except (OSError, json.JSONDecodeError):
         return None
-
-
-# Signals that come from outside the candidate: the kernel's OOM killer, an operator, a node shutting down.
-# A worker that died of one of these (and not by our own hand: killed_for is None) was lost, not judged.
-LOST_SIGNALS = (signal.SIGKILL, signal.SIGTERM)
-
-
-def worker_lost(outcome: SandboxOutcome) -> bool:
-    """True when the worker was killed from outside mid-task: the evaluation says nothing about the
-    candidate and deserves another try (agentkern/executors/base.py retries it once)."""
-    rc = outcome.returncode
-    return outcome.result is None and outcome.killed_for is None and rc is not None and -rc in LOST_SIGNALS
-
-
-def describe_death(outcome: SandboxOutcome, limits: dict[str, float]) -> tuple[str, str]:
-    """Status and one-line error for a worker that left no result."""
-    if outcome.killed_for == "compile_timeout":
-        return "timeout", f"compilation/import took longer than {limits['compile_timeout_s']:g} s"
-    if outcome.killed_for == "run_timeout":
-        return "timeout", f"running took longer than {limits['run_timeout_s']:g} s (phase: {outcome.phase})"
-    if outcome.killed_for == "memory":
-        return "crashed", f"exceeded the memory limit of {limits['memory_limit_gb']:g} GiB"
-    rc = outcome.returncode
-    if rc is not None and rc < 0:
-        try:
-            name = signal.Signals(-rc).name
-        except ValueError:
-            name = f"signal {-rc}"
-        return "crashed", f"worker died with {name} during {outcome.phase}"
-    last = one_line(outcome.log.strip().splitlines()[-1] if outcome.log.strip() else None)
-    return "crashed", f"worker exited with code {rc} during {outcome.phase} without a verdict" + (
-        f": {last}" if last else ""
-    )

@@ -78,6 +78,10 @@ def main(request_path: str) -> int:
     # killed, nobody is left to enforce the limits, so the worker goes too.
     _die_with_parent()
     request = json.loads(Path(request_path).read_text())
+    if request.get("output_limit_bytes"):  # before any candidate code: no file it writes grows past this
+        from agentkern.harness.deaths import cap_file_size
+
+        cap_file_size(int(request["output_limit_bytes"]))
     os.environ.update(request.get("env", {}))  # a spare worker learns TMPDIR, TRITON_INTERPRET here
     os.chdir(request.get("cwd", "."))
     result_path = Path(request["result_path"])

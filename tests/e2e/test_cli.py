@@ -202,3 +202,31 @@ def test_optimize_on_a_damaged_run_store_is_one_line_and_exit_2_as_traces_says(t
 def test_kb_build_that_finds_no_documents_fails(tmp_path):
     proc = run_cli("kb", "build", AGENTKERN_HOME=str(tmp_path / "home"), AGENTKERN_DATA=str(tmp_path / "nothing"))
     _one_line_exit_2(proc, "no documents to index")
+
+
+# issue 14: a source built to exhaust the parser is a verdict (a candidate) or one line and exit 2 (a problem).
+DEEP_EXPRESSION = "Y = " + "-" * 200_000 + "1\n"  # MemoryError inside CPython 3.11's parser
+
+
+def test_a_deeply_nested_candidate_is_a_compile_error_verdict(tmp_path):
+    path = tmp_path / "deep.py"
+    path.write_text(SOFTMAX_TORCH + DEEP_EXPRESSION)
+    proc = run_cli("eval", "relu", str(path), "--target", "cpu", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "compile_error" and "too deeply nested" in result["error"], result
+
+
+def test_a_huge_candidate_is_a_compile_error_verdict(tmp_path):
+    path = tmp_path / "huge.py"
+    path.write_text(SOFTMAX_TORCH + "#" + "x" * (5 * 2**20) + "\n")
+    proc = run_cli("eval", "relu", str(path), "--target", "cpu", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "compile_error" and "source too large" in result["error"], result
+
+
+def test_a_deeply_nested_problem_is_one_line_and_exit_2(tmp_path, honest_solution):
+    problem = tmp_path / "deep_problem.py"
+    problem.write_text((ROOT / "kernels_dataset/problems/softmax.py").read_text() + DEEP_EXPRESSION)
+    _one_line_exit_2(run_cli("eval", str(problem), str(honest_solution), "--target", "cpu"), "too deeply nested")

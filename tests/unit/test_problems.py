@@ -1,6 +1,8 @@
 import pytest
+from support import ROOT
 
 from agentkern.errors import UserError
+from agentkern.helpers import MAX_SOURCE_BYTES, SourceTooComplex, compile_python, parse_python
 from agentkern.problems import known_problems, load_problem, load_solution, resolve_problem
 
 
@@ -84,3 +86,50 @@ def test_the_data_folders_come_from_agentkern_data_else_the_package_else_the_che
     assert config.dataset_dir() == tmp_path / "mine" / "kernels_dataset"
     with pytest.raises(UserError, match=r"unknown problem 'softmax'.*\(none shipped\)"):
         resolve_problem("softmax")
+
+
+# Sources built to exhaust the parser (issue 14): a 200,000-deep expression made CPython 3.11 raise MemoryError
+# or RecursionError inside agentkern. Each must be a SyntaxError (SourceTooComplex), never those.
+DEEP = 200_000
+HEADER = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+DEEP_TAILS = {
+    "unary": "Y = " + "-" * DEEP + "1\n",  # MemoryError in 3.11's parser
+    "binop": "Y = " + "+".join(["1"] * DEEP) + "\n",  # RecursionError during ast construction
+    "attribute": "Y = a" + ".b" * DEEP + "\n",
+    "parentheses": "Y = " + "(" * DEEP + "1" + ")" * DEEP + "\n",  # the tokenizer's own limit
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DEEP_TAILS))
+def test_a_deeply_nested_solution_is_a_syntax_error_not_an_internal_error(tmp_path, kind):
+    p = tmp_path / f"deep_{kind}.py"
+    p.write_text(HEADER + DEEP_TAILS[kind])
+    solution = load_solution(p)  # ModelNew is in the text: a compile_error verdict, not bad input
+    assert isinstance(solution.error, SyntaxError)
+    assert "nested" in str(solution.error.msg)
+
+
+@pytest.mark.parametrize("kind", ["unary", "binop"])
+def test_a_deeply_nested_problem_is_bad_input(tmp_path, kind):
+    p = tmp_path / "deep_problem.py"
+    p.write_text((ROOT / "kernels_dataset/problems/relu.py").read_text() + DEEP_TAILS[kind])
+    with pytest.raises(UserError, match="not valid Python: source too deeply nested"):
+        load_problem(str(p))
+
+
+def test_a_huge_file_is_refused_without_being_read(tmp_path, monkeypatch):
+    p = tmp_path / "huge.py"
+    p.write_text(HEADER + "#" + "x" * (MAX_SOURCE_BYTES + 10) + "\n")
+    monkeypatch.setattr(type(p), "read_text", lambda *a, **k: pytest.fail("read a file over the limit"))
+    solution = load_solution(p)
+    assert solution.source == "" and "source too large" in str(solution.error.msg)
+    with pytest.raises(UserError, match=f"source too large: {p.stat().st_size} bytes, limit {MAX_SOURCE_BYTES}"):
+        load_problem(str(p))
+
+
+def test_parse_python_turns_exhaustion_into_syntax_errors():
+    for tail in (DEEP_TAILS["unary"], DEEP_TAILS["binop"], "x" * (MAX_SOURCE_BYTES + 1)):
+        with pytest.raises(SourceTooComplex):
+            parse_python(tail)
+        with pytest.raises(SourceTooComplex):
+            compile_python(tail)
