@@ -79,7 +79,7 @@ def eval_command(
     size: Size = None,
 ) -> None:
     """Judge a candidate kernel: correct? how fast? honest?"""
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
     from agentkern.types import EvalOptions
 
     if mode not in ("offline", "server"):

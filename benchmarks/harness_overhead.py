@@ -36,7 +36,7 @@ def timed_call_seconds(result) -> float:
 
 
 def run(label: str, repeats: int, problem: str, solution: Path, pool, wait_ready: bool = False) -> list[dict]:
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     rows = []
     evaluate(problem, solution, "cpu", pool=pool)  # builds the kernel once, fills caches and the pool
@@ -90,7 +90,7 @@ def main() -> None:
     os.environ.setdefault("AGENTKERN_HOME", tempfile.mkdtemp(prefix="agentkern-bench-"))
 
     from agentkern.config import home
-    from agentkern.harness import WarmPool
+    from agentkern.harness.sandbox import WarmPool
 
     print(
         f"harness overhead per evaluation: {args.problem} (1024x1024 fp32), {args.solution.name}, "

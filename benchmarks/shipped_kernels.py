@@ -21,7 +21,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from agentkern.errors import UserError
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
     from agentkern.types import EvalOptions
 
     print("| solution | status | reference ms | kernel ms | speedup | roofline | bound |")

@@ -100,7 +100,7 @@ def _scripted(workdir: Path) -> TracedRun:
     opts = fast_options()
 
     def evaluate(problem_path, path, target_name, _options):
-        from agentkern.harness import evaluate as harness_evaluate
+        from agentkern.harness.evaluate import evaluate as harness_evaluate
 
         return harness_evaluate(problem_path, path, target_name, opts)
 

@@ -83,7 +83,7 @@ def summarize(rows: list[dict], mode: str) -> dict:
 
 def _judge_modes(problem, solution, target: str, pool) -> dict:
     """The harness's verdict on one shape's kernel, once per timing mode."""
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
     from agentkern.types import EvalOptions
 
     verdicts = {}
@@ -104,7 +104,7 @@ def run_sweep(
 ) -> dict:
     from agentkern import targets as T
     from agentkern.config import home
-    from agentkern.harness import WarmPool
+    from agentkern.harness.sandbox import WarmPool
     from agentkern.policies.builtin import templates
     from agentkern.policies.builtin.analysis import analyze_problem
 

@@ -34,7 +34,7 @@ class LocalExecutor(Executor):
         self._pools: queue.Queue = queue.Queue()
         if evaluate is None:
             from agentkern.config import home
-            from agentkern.harness import WarmPool
+            from agentkern.harness.sandbox import WarmPool
 
             for _ in range(workers):
                 self._pools.put(WarmPool(home() / "spares"))
@@ -45,7 +45,7 @@ class LocalExecutor(Executor):
     def _run(self, task: EvalTask) -> EvalResult:
         if self._evaluate is not None:
             return evaluate_with_retry(task, self._evaluate)
-        from agentkern.harness import evaluate
+        from agentkern.harness.evaluate import evaluate
 
         # At most `workers` tasks run at once (the thread pool's size), so a pool is always free here.
         pool = self._pools.get()

@@ -183,7 +183,8 @@ def evaluate_shipped(task: EvalTask, files: dict) -> dict:
     verdict with the caller's paths (the node's copies are its own business)."""
     global _POOL
     from agentkern.config import home
-    from agentkern.harness import WarmPool, evaluate
+    from agentkern.harness.evaluate import evaluate
+    from agentkern.harness.sandbox import WarmPool
 
     if _POOL is None:
         _POOL = WarmPool(home() / "spares")

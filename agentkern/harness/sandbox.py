@@ -23,14 +23,7 @@ from pathlib import Path
 
 from agentkern import backends
 from agentkern.harness import protocol
-from agentkern.harness.deaths import (  # noqa: F401 - describe_death, worker_lost: re-exported
-    describe_death,
-    oom_kill_counts,
-    oom_kills_since,
-    output_limit_bytes,
-    read_tail,
-    worker_lost,
-)
+from agentkern.harness.deaths import oom_kill_counts, oom_kills_since, output_limit_bytes, read_tail
 from agentkern.helpers import atomic_write_json, tail
 
 POLL_S = 0.02

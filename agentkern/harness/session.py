@@ -21,7 +21,7 @@ from agentkern.harness.rejections import Rejected
 from agentkern.harness.timing import measure_interleaved
 
 _sleep = time.sleep
-_perf = time.perf_counter
+perf_clock = time.perf_counter  # bound before candidate code runs (a candidate may patch time)
 
 
 def _settle_torch() -> None:
@@ -48,7 +48,7 @@ class EvalSession:
     def _load(self):
         from agentkern.harness.loading import load_module, load_problem_module
 
-        t0 = _perf()
+        t0 = perf_clock()
         # Registered under a name nobody can guess: a plain `import` must not hand the candidate the reference.
         self.problem = load_problem_module(
             self.req["problem_path"], f"_reference_{secrets.token_hex(8)}", self.req.get("size")
@@ -58,7 +58,7 @@ class EvalSession:
         self.audit = AuditGuard(self.req["solution_path"])
         self.phase.enter("compile")
         self.audit.active = True
-        t1 = _perf()
+        t1 = perf_clock()
         solution = load_module(self.req["solution_path"], "agentkern_candidate")
         init_inputs = self.problem.get_init_inputs()
         torch.manual_seed(self.req["seeds"][0])
@@ -67,7 +67,7 @@ class EvalSession:
         self.candidate = solution.ModelNew(*init_inputs).to(self.device).eval()
         self.audit.active = False
         self.timings["load_problem_s"] = t1 - t0
-        self.timings["compile_s"] = _perf() - t1
+        self.timings["compile_s"] = perf_clock() - t1
         self.audit.check()
         self.snapshot.check()
 
@@ -292,7 +292,7 @@ class EvalSession:
         counted against the run limit."""
         from agentkern.harness.device_lock import building, checking, timing_lock
 
-        t0 = _perf()
+        t0 = perf_clock()
         try:
             with building(self.device):
                 self._load()
@@ -313,7 +313,7 @@ class EvalSession:
         except Rejected as rej:
             return self._rejected(rej)
         finally:
-            self.timings["worker_total_s"] = _perf() - t0
+            self.timings["worker_total_s"] = perf_clock() - t0
             self.details["phases"] = self.timings
 
     @contextlib.contextmanager
@@ -321,17 +321,17 @@ class EvalSession:
         """Hold `lock` on the device for the block. The wait for it is phase "queued checking" or "queued
         timing" (the sandbox does not count either against the run limit), summed in queued_s."""
         self.phase.enter(f"queued {lock.__name__.removesuffix('_lock')}")
-        waited = _perf()
+        waited = perf_clock()
         with lock(self.device):
-            self.timings["queued_s"] = self.timings.get("queued_s", 0.0) + _perf() - waited
+            self.timings["queued_s"] = self.timings.get("queued_s", 0.0) + perf_clock() - waited
             yield
 
     def _in_phase(self, phase: str, key: str, work):
         """work() in phase `phase`, its duration in timings[key]."""
         self.phase.enter(phase)
-        started = _perf()
+        started = perf_clock()
         value = work()
-        self.timings[key] = _perf() - started
+        self.timings[key] = perf_clock() - started
         return value
 
     def _with_timing(self, result: dict, timing: dict) -> dict:

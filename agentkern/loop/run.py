@@ -158,7 +158,7 @@ def prepare(
     counters = None
     if evaluate is None:
         from agentkern.executors import make_executor
-        from agentkern.harness import hardware_counters
+        from agentkern.harness.evaluate import hardware_counters
 
         executor = executor or make_executor(opts.executor, opts.workers, opts.ray_address, target.kind, target.name)
         evaluate = executor.evaluate

@@ -32,7 +32,7 @@ def test_scripted_run_records_every_verdict_and_keeps_the_right_best(tmp_path):
     opts = fast_options(run_timeout_s=6)
 
     def evaluate(problem_path, path, target_name, _options):
-        from agentkern.harness import evaluate as harness_evaluate
+        from agentkern.harness.evaluate import evaluate as harness_evaluate
 
         return harness_evaluate(problem_path, path, target_name, opts)
 
@@ -84,7 +84,7 @@ def test_a_run_stopped_by_ctrl_c_is_recorded_as_interrupted(tmp_path):
     calls = []
 
     def evaluate(problem_path, path, target_name, _options):
-        from agentkern.harness import evaluate as harness_evaluate
+        from agentkern.harness.evaluate import evaluate as harness_evaluate
 
         calls.append(path)
         if len(calls) == 3:

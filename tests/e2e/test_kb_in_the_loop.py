@@ -27,7 +27,7 @@ def scripted_run(tmp_path_factory):
     opts = fast_options(run_timeout_s=30)
 
     def evaluate(problem_path, path, target_name, _options):
-        from agentkern.harness import evaluate as harness_evaluate
+        from agentkern.harness.evaluate import evaluate as harness_evaluate
 
         return harness_evaluate(problem_path, path, target_name, opts)
 

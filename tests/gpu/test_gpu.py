@@ -19,7 +19,7 @@ def _gpu_target():
 
 
 def test_triton_kernel_is_timed_with_cuda_events():
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     result = evaluate("softmax", SOLUTIONS / "softmax_triton.py", _gpu_target(), fast_options())
     assert result.status == "ok", result.error
@@ -28,7 +28,7 @@ def test_triton_kernel_is_timed_with_cuda_events():
 
 
 def test_cuda_kernel_builds_runs_and_is_timed():
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     result = evaluate("relu", SOLUTIONS / "relu_cuda.py", _gpu_target(), fast_options(compile_timeout_s=600))
     assert result.status == "ok", result.error
@@ -53,7 +53,7 @@ def test_l2_flush_buffer_is_larger_than_the_l2():
     "path", sorted((ROOT / "tests" / "harness" / "cheats").glob("*side_stream*.py")), ids=lambda p: p.stem
 )
 def test_side_stream_cheats_are_rejected_on_a_gpu(path):
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     problem, _, code = read_expectation(path)
     result = evaluate(problem, path, _gpu_target(), fast_options())

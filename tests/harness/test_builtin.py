@@ -10,7 +10,8 @@ import pytest
 from builtin_problems import HEADER, lazy_specs, write_cpp_problems
 
 from agentkern.errors import UserError
-from agentkern.harness import WarmPool, evaluate
+from agentkern.harness.evaluate import evaluate
+from agentkern.harness.sandbox import WarmPool
 from agentkern.policies.builtin import templates as T
 from agentkern.types import EvalOptions
 

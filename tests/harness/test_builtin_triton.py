@@ -12,7 +12,7 @@ from builtin_problems import lazy_specs
 from triton_problems import TRITON_CASES as CASES
 from triton_problems import write_triton_problems
 
-from agentkern.harness import evaluate
+from agentkern.harness.evaluate import evaluate
 from agentkern.policies.builtin import templates as T
 from agentkern.types import EvalOptions
 
@@ -77,7 +77,7 @@ def test_warm_workers_run_triton_in_the_interpreter(problems, specs, tmp_path):
     """A spare worker imports torch, and with it triton, before its request arrives: it must have been
     started with TRITON_INTERPRET already set, or tl.sum is not the interpreter's and every kernel fails
     with "Cannot call @triton.jit'd outside of the scope of a kernel"."""
-    from agentkern.harness import WarmPool
+    from agentkern.harness.sandbox import WarmPool
 
     pool = WarmPool(tmp_path / "spares")
     try:

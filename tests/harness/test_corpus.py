@@ -11,7 +11,7 @@ BROKEN = sorted((ROOT / "tests" / "harness" / "broken").glob("*.py"))
 
 
 def _evaluate(path: Path):
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     problem, status, code = read_expectation(path)
     if code == "side_stream":

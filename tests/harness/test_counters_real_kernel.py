@@ -5,7 +5,8 @@ import shutil
 import pytest
 from support import ROOT
 
-from agentkern.harness import counters, hardware_counters
+from agentkern.harness import counters
+from agentkern.harness.evaluate import hardware_counters
 
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")

@@ -7,7 +7,7 @@ import sys
 
 from support import fast_options
 
-from agentkern.harness import evaluate
+from agentkern.harness.evaluate import evaluate
 
 HONEST_RELU = """
 import torch

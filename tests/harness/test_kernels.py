@@ -11,7 +11,7 @@ CPP = sorted(SOLUTIONS.glob("*_cpp.py"))
 
 @pytest.mark.parametrize("path", CPP, ids=lambda p: p.stem)
 def test_cpp_kernel_is_correct_and_timed(path):
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     problem = path.stem.removesuffix("_cpp")
     result = evaluate(problem, path, "cpu", fast_options())
@@ -23,7 +23,7 @@ def test_cpp_kernel_is_correct_and_timed(path):
 
 
 def test_triton_kernel_is_checked_by_the_interpreter_without_timing():
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     result = evaluate("softmax", SOLUTIONS / "softmax_triton.py", "cpu", fast_options(trials=2))
     assert result.status == "ok", result.error
@@ -33,7 +33,7 @@ def test_triton_kernel_is_checked_by_the_interpreter_without_timing():
 
 
 def test_triton_kernel_for_an_absent_gpu_says_timing_is_not_measured():
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
     from agentkern.targets import get_target, is_present
 
     if is_present(get_target("h100")):
@@ -44,7 +44,7 @@ def test_triton_kernel_for_an_absent_gpu_says_timing_is_not_measured():
 
 
 def test_cuda_kernel_without_a_gpu_is_compile_checked_not_run():
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
     from agentkern.targets import get_target, is_present
 
     if is_present(get_target("h100")):
@@ -59,7 +59,7 @@ def test_cuda_kernel_without_a_gpu_is_compile_checked_not_run():
 
 
 def test_cuda_kernel_that_does_not_compile_is_a_compile_error_even_without_a_gpu(tmp_path):
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
     from agentkern.targets import get_target, is_present
 
     if is_present(get_target("h100")) or not shutil.which("nvcc"):

@@ -33,7 +33,7 @@ class ModelNew(nn.Module):
 
 @pytest.mark.slow
 def test_load_inline_cpp_kernel_builds_once_and_is_timed(tmp_path):
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     path = tmp_path / "relu_load_inline.py"
     path.write_text(RELU_LOAD_INLINE)

@@ -29,7 +29,7 @@ def sized(tmp_path):
 
 
 def test_a_problem_with_sizes_runs_at_the_cpu_size_on_a_cpu(sized):
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     result = evaluate(*sized, "cpu", fast_options())
     assert result.status == "ok", result.error
@@ -39,7 +39,7 @@ def test_a_problem_with_sizes_runs_at_the_cpu_size_on_a_cpu(sized):
 
 
 def test_an_unknown_size_is_a_clear_error(sized):
-    from agentkern.harness import evaluate
+    from agentkern.harness.evaluate import evaluate
 
     with pytest.raises(UserError, match=r"sized.py has no size 'cpu_small' \(its SIZES declare cpu, gpu\)"):
         evaluate(*sized, "cpu", fast_options(size="cpu_small"))

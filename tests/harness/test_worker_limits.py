@@ -7,7 +7,8 @@ from pathlib import Path
 
 from support import fast_options
 
-from agentkern.harness import evaluate, sandbox
+from agentkern.harness import sandbox
+from agentkern.harness.evaluate import evaluate
 
 RELU = """
 import os

@@ -11,7 +11,7 @@ from loop_fakes import FakeEvaluate, ListPolicy
 from agentkern import backends
 from agentkern.config import dataset_dir
 from agentkern.errors import UserError
-from agentkern.harness import evaluate
+from agentkern.harness.evaluate import evaluate
 from agentkern.harness.static_checks import PATCHABLE_ROOTS
 from agentkern.loop import run as optimize
 from agentkern.loop.deps import OptimizeOptions

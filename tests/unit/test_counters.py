@@ -8,7 +8,8 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from support import ROOT
 
-from agentkern.harness import counters, hardware_counters
+from agentkern.harness import counters
+from agentkern.harness.evaluate import hardware_counters
 from agentkern.loop import run as optimize
 from agentkern.loop.deps import OptimizeOptions
 

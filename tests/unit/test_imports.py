@@ -2,6 +2,9 @@
 function-level import still ties the two modules together (worker -> recognize -> worker was one)."""
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "agentkern"
@@ -120,3 +123,22 @@ def test_agentkern_has_no_import_cycle():
     assert len(modules) > 50
     found = cycles(import_graph(modules))
     assert not found, "import cycles inside agentkern/: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+# What the sandboxed worker imports: its modes, each resolved as the worker resolves it (worker._mode).
+WORKER_IMPORTS = """
+import importlib, json, sys
+from agentkern.harness import worker
+modes = {name: callable(worker._mode(name)) for name in worker.MODES}
+print(json.dumps({"modes": modes, "loaded": sorted(m for m in sys.modules if m.startswith("agentkern"))}))
+"""
+
+
+def test_the_worker_side_loads_no_parent_side_module():
+    """The worker and its modes never load evaluate, sandbox or jobs (agentkern's side of a job): importing
+    a harness module must not run harness/__init__ into them."""
+    out = subprocess.run([sys.executable, "-c", WORKER_IMPORTS], capture_output=True, text=True, check=True)
+    report = json.loads(out.stdout)
+    assert report["modes"] and all(report["modes"].values()), report["modes"]
+    parent_side = {"agentkern.harness.evaluate", "agentkern.harness.sandbox", "agentkern.harness.jobs"}
+    assert not parent_side & set(report["loaded"]), sorted(parent_side & set(report["loaded"]))

@@ -16,7 +16,7 @@ import torch
 
 from agentkern.harness import correctness as C
 from agentkern.harness.rejections import Rejected
-from agentkern.harness.session import EvalSession, _perf
+from agentkern.harness.session import EvalSession, perf_clock
 
 
 class _Unguarded:
@@ -32,7 +32,7 @@ class BaselineSession(EvalSession):
     def _load(self) -> None:
         from agentkern.harness.loading import load_problem_module
 
-        t0 = _perf()
+        t0 = perf_clock()
         self.problem = load_problem_module(
             self.req["problem_path"], f"_reference_{secrets.token_hex(8)}", self.req.get("size")
         )
@@ -43,7 +43,7 @@ class BaselineSession(EvalSession):
         torch.manual_seed(self.req["seeds"][0])  # same parameters as the eager reference
         eager_copy = self.problem.Model(*init_inputs).to(self.device).eval()
         self.candidate = torch.compile(eager_copy)
-        self.timings["load_problem_s"] = _perf() - t0
+        self.timings["load_problem_s"] = perf_clock() - t0
 
     def run(self) -> dict:
         from agentkern.harness.device_lock import building, timing_lock
@@ -53,13 +53,13 @@ class BaselineSession(EvalSession):
         # other builds, never beside a measurement (device_lock.py).
         with building(self.device):
             self._load()
-            t1 = _perf()
+            t1 = perf_clock()
             inputs = self._inputs(self.req["seeds"][0])
             with torch.no_grad():
                 expected = C.as_tensor_list(self.reference(*self._clone(inputs)), "the reference")
                 got = C.as_tensor_list(self.candidate(*self._clone(inputs)), "torch.compile(Model)")
             self._sync()
-            self.timings["compile_s"] = _perf() - t1
+            self.timings["compile_s"] = perf_clock() - t1
         with self._queued_for(timing_lock):
             return self._compare_and_time(expected, got)
 

@@ -8,12 +8,9 @@ the agentkern process.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
-import time
 from pathlib import Path
 
-from agentkern.config import home
 from agentkern.errors import UserError
 from agentkern.helpers import one_line
 from agentkern.problems import load_problem
@@ -26,14 +23,16 @@ def analyze_problem(problem_path: Path | str, limits: dict | None = None, size: 
     """The problem's OpSpec (see recognize.py) at `size` (agentkern/sizes.py; None: as written). A problem
     that cannot be loaded raises UserError (one line); one that loads but is not understood gives a spec
     with family None and the reason."""
-    from agentkern.harness.sandbox import describe_death, run_worker
+    from agentkern.harness import jobs
+    from agentkern.harness.deaths import describe_death
 
     problem = load_problem(str(problem_path))  # bad paths and non-KernelBench files end here
     limits = {**LIMITS, **(limits or {})}
-    workdir = home() / "analysis" / f"{time.strftime('%Y%m%d-%H%M%S')}-{problem.path.stem}-{secrets.token_hex(4)}"
+    workdir = jobs.work_folder("analysis", problem.path.stem)
     env = dict(os.environ)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    outcome = run_worker({"mode": "analyze", "problem_path": str(problem.path), "size": size}, workdir, env, limits)
+    request = {"mode": "analyze", "problem_path": str(problem.path), "size": size}
+    outcome = jobs.run_job(request, workdir, env, job_limits=limits).outcome
     if outcome.result is None:
         _, error = describe_death(outcome, limits)
         raise UserError(f"cannot analyse {problem.path.name}: {error} (log: {workdir / 'worker.log'})")
