@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.agentkern-installed
 # What `make lint` checks (pyproject.toml's [tool.ruff] leaves out the corpora and the dataset).
 LINTED := agentkern tests benchmarks
 
-.PHONY: demo test test-fast lint chromium bench install clean
+.PHONY: demo test test-fast lint chromium bubblewrap bench install clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(BIN)/agentkern optimize softmax --target cpu
 
 # Everything, as CI runs it (.ci/run): the lint, then every tier (tests/README.md). About 13 minutes on 2 cores.
-test: $(STAMP) lint chromium
+test: $(STAMP) lint chromium bubblewrap
 	$(BIN)/python -m pytest -q
 
 # The unit tier only: no sandbox, no compiler, under a minute.
@@ -48,6 +48,19 @@ chromium:
 	echo "make: installing Chromium for the HTML report tests (apt-get install chromium)"; \
 	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
 	    || fail "apt-get install chromium failed"
+
+# bubblewrap confines every candidate (docs/harness.md); without it the harness falls back to plain processes,
+# says so in each verdict, and the confinement tests skip. `make test` installs Debian's package like Chromium
+# above; REQUIRE_BWRAP=1 (CI) makes a failure to install it an error.
+bubblewrap:
+	@if command -v bwrap >/dev/null; then exit 0; fi; \
+	fail() { echo "make: *** $$1: candidates will run unconfined and the confinement tests will SKIP ***"; [ -z "$(REQUIRE_BWRAP)" ]; }; \
+	command -v apt-get >/dev/null || { fail "no apt-get here"; exit; }; \
+	SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	[ -z "$$SUDO" ] || command -v sudo >/dev/null || { fail "not root and no sudo"; exit; }; \
+	echo "make: installing bubblewrap for candidate confinement (apt-get install bubblewrap)"; \
+	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
+	    || fail "apt-get install bubblewrap failed"
 
 # Harness overhead per evaluation (not a test: it prints figures, it does not assert them).
 bench: $(STAMP)

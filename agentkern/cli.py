@@ -294,6 +294,22 @@ def targets_command(
     out.print(table)
 
 
+@app.command("doctor")
+def doctor_command(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+) -> None:
+    """What this machine gives the harness: candidate isolation (bubblewrap), compilers, the GPU."""
+    from agentkern.doctor import checks
+
+    found = checks()
+    if json_out:
+        print(json.dumps(found, indent=2))
+        return
+    for check in found:
+        mark = "[green]ok[/]" if check["ok"] else "[yellow]missing[/]"
+        out.print(f"{mark:>16}  {check['name']}: {check['found']}", highlight=False)
+
+
 from agentkern.kb.cli import app as kb_app  # noqa: E402  (a sub-app; it imports chromadb only when run)
 
 app.add_typer(kb_app, name="kb")

@@ -47,6 +47,17 @@ def output_limit_bytes(limits: dict) -> int:
     return int(limits.get("output_limit_mb", DEFAULT_OUTPUT_LIMIT_MB) * 2**20)
 
 
+def die_with_parent() -> None:
+    """The kernel kills this process (SIGKILL) when its parent dies, even by SIGKILL: a worker or runner is
+    never left without the process that enforces its limits."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def cap_file_size(limit_bytes: int) -> None:
     """In the worker, before any candidate code: no file it or its children write (its log included) may
     grow past `limit_bytes`. Soft and hard limit both, so the candidate cannot raise it again; a write past

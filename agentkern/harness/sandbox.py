@@ -47,20 +47,25 @@ class SandboxOutcome:
 
 
 def _group_rss_bytes(pgid: int) -> int:
-    """Resident memory of every process in the group (the worker and any compiler it started)."""
-    total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+    """Resident memory of every process in the worker's group (the judge, its runners, any compiler) and
+    of every descendant of the worker: a candidate that leaves the group (setsid) is still counted."""
+    procs: dict[int, tuple[int, int, int]] = {}  # pid -> (parent, group, rss pages)
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{pid}/stat") as f:
+            with open(f"/proc/{name}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:  # field 5 of stat: process group
-                continue
-            total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # field 24: rss in pages
+            procs[int(name)] = (int(fields[1]), int(fields[2]), int(fields[21]))  # ppid, pgrp, rss (pages)
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    counted = {pid for pid, (_, group, _) in procs.items() if group == pgid}
+    grew = True
+    while grew:  # descendants of anything counted, whatever their group
+        more = {pid for pid, (parent, _, _) in procs.items() if parent in counted and pid not in counted}
+        counted |= more
+        grew = bool(more)
+    return sum(procs[pid][2] for pid in counted) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

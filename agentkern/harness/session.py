@@ -1,196 +1,153 @@
-"""One evaluation inside the worker: load, check correctness with every guard armed, then time.
+"""One evaluation, judged from outside the candidate's process (mode "evaluate" of the worker).
 
-The order matters. The reference runs first on its own copy of the inputs; its output is copied, then
-poisoned and freed before the candidate runs, so a candidate that returns stale memory shows the poison
-instead of the answer. Comparison functions and timers were bound before the candidate was imported.
+This worker is the judge. It loads the problem (for its inputs), starts two runner processes with the same
+code (runner.py), the reference's and the candidate's, confined where bubblewrap works (confine.py), and
+decides everything itself: the inputs (seeds never leave this process), the comparison, the clock. A
+runner gets inputs through shared memory at call time and returns outputs that the judge reads from its
+frozen memory (runners.py); nothing else it says is believed, except a rejection by its own guards.
+
+Order: start both runners (their torch imports overlap), load the reference, load the candidate (under the
+compile limit), correctness trials (checking lock), the roofline's work figures, then timing in blocks
+with the device to this evaluation alone (timing lock, timing.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import random
+import os
 import secrets
 import time
+from pathlib import Path
 
 import torch
 
+from agentkern.harness import confine
 from agentkern.harness import correctness as C
-from agentkern.harness.fallback import OpRecorder, check_fallback
-from agentkern.harness.guards import AuditGuard, RuntimeSnapshot, ThreadWatch
+from agentkern.harness.fallback import check_fallback, op_family
 from agentkern.harness.rejections import Rejected
-from agentkern.harness.timing import measure_interleaved
+from agentkern.harness.sides import CandidateFailed, ReferenceFailed, Side
+from agentkern.harness.trials import TrialInputs
+from agentkern.helpers import one_line
 
-_sleep = time.sleep
-perf_clock = time.perf_counter  # bound before candidate code runs (a candidate may patch time)
+perf_clock = time.perf_counter
+RUNNERS = "runners"  # in the work folder: each runner's scratch folder (its only writable one) and log
+_prestarted: dict[str, Side] | None = None
+_prestarted_folder: Path | None = None
 
 
-def _settle_torch() -> None:
-    """Let torch finish its lazy set-up before the runtime snapshot, so that what it rewraps on first use
-    (if torch._dynamo gets imported, torch.manual_seed is replaced) is not taken for a candidate's patch."""
-    x = torch.ones(2, 2)
-    with OpRecorder():
-        torch.mm(x, x)
+def start_sides(folder: Path, confined: bool = True) -> dict[str, Side]:
+    """Start the reference's and the candidate's runners (not waiting: their imports overlap)."""
+    env = dict(os.environ)
+    return {
+        role: Side(role, folder / role, env, folder / f"{role}.log", confined) for role in ("reference", "candidate")
+    }
+
+
+def prestart(root: Path) -> None:
+    """For a spare worker: start both runners now and wait until they have imported torch."""
+    global _prestarted, _prestarted_folder
+    _prestarted_folder = root / f"runners-{os.getpid()}-{secrets.token_hex(4)}"
+    _prestarted = start_sides(_prestarted_folder)
+    for side in _prestarted.values():
+        side.wait_ready()
+
+
+MAX_REPORTED_OPS = 256  # a candidate's op list is its own word: bounded
 
 
 class EvalSession:
+    candidate_kind = "solution"  # what the candidate's runner loads: ModelNew from the solution
+    confined = True
+
     def __init__(self, request: dict, phase) -> None:
         self.req = request
         self.phase = phase
         self.opts = request["options"]
         self.device = torch.device(request["device"])
         self.details: dict = {"backend": request["backend"], "device": request["device"], "seeds": request["seeds"]}
+        self.details["isolation"] = confine.isolation()
         self.timings: dict[str, float] = {}
-        if self.opts.get("threads"):
-            torch.set_num_threads(int(self.opts["threads"]))
-        self.details["threads"] = torch.get_num_threads()
+        self.sides: dict[str, Side] = {}
 
-    # ---- loading -------------------------------------------------------------------------------------
-    def _load(self):
-        from agentkern.harness.loading import load_module, load_problem_module
+    # ---- set-up --------------------------------------------------------------------------------------
+    def _start(self) -> None:
+        from agentkern.harness.loading import load_problem_module
 
+        global _prestarted
         t0 = perf_clock()
-        # Registered under a name nobody can guess: a plain `import` must not hand the candidate the reference.
+        self.workdir = Path(self.req.get("cwd", "."))
+        if _prestarted is not None and self.confined:  # a spare worker started them while it waited for this request
+            self.sides, self.runners_folder, _prestarted = _prestarted, _prestarted_folder, None
+            self.details["warm_runners"] = True
+        else:
+            self.runners_folder = self.workdir / RUNNERS
+            self.sides = start_sides(self.runners_folder, self.confined)
+        # The judge's own copy of the problem, for get_inputs and get_init_inputs only: its Model runs in the
+        # reference's runner.
         self.problem = load_problem_module(
             self.req["problem_path"], f"_reference_{secrets.token_hex(8)}", self.req.get("size")
         )
-        _settle_torch()
-        self.snapshot = RuntimeSnapshot()
-        self.audit = AuditGuard(self.req["solution_path"])
+        for side in self.sides.values():
+            side.wait_ready()
+        self.timings["start_runners_s"] = perf_clock() - t0
+
+    def _load(self) -> None:
+        common = {"device": self.req["device"], "threads": self.opts.get("threads"), "size": self.req.get("size")}
+        init = list(self.problem.get_init_inputs())
+        init_seed = secrets.randbelow(2**31)  # the parameters' seed: the same on both sides, no trial's seed
+        problem_source = Path(self.req["problem_path"]).read_text()
+        t0 = perf_clock()
+        ref = self.sides["reference"].load("problem", problem_source, init, init_seed, common)
+        self.param_bytes = int(ref.get("param_bytes", 0))
         self.phase.enter("compile")
-        self.audit.active = True
         t1 = perf_clock()
-        solution = load_module(self.req["solution_path"], "agentkern_candidate")
-        init_inputs = self.problem.get_init_inputs()
-        torch.manual_seed(self.req["seeds"][0])
-        self.reference = self.problem.Model(*init_inputs).to(self.device).eval()
-        torch.manual_seed(self.req["seeds"][0])
-        self.candidate = solution.ModelNew(*init_inputs).to(self.device).eval()
-        self.audit.active = False
+        self.sides["candidate"].load(self.candidate_kind, self._candidate_source(), init, init_seed, common)
+        self.details["threads"] = ref.get("threads")
         self.timings["load_problem_s"] = t1 - t0
         self.timings["compile_s"] = perf_clock() - t1
-        self.audit.check()
-        self.snapshot.check()
 
-    # ---- inputs --------------------------------------------------------------------------------------
-    def _inputs(self, seed: int) -> list:
-        torch.manual_seed(seed)
-        return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in self.problem.get_inputs()]
+    def _candidate_source(self) -> str:
+        return Path(self.req["solution_path"]).read_text()
 
-    @staticmethod
-    def _clone(inputs: list) -> list:
-        return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-
+    # ---- correctness ---------------------------------------------------------------------------------
     def _tolerance(self, dtype: torch.dtype) -> float:
         return float(self.opts["tolerances"].get(str(dtype).removeprefix("torch."), 1e-4))
 
-    def _sync(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-
-    # ---- one guarded candidate call ------------------------------------------------------------------
-    def _call_candidate(self, args: list, recorder: OpRecorder, first_calls: bool) -> list:
-        watch = ThreadWatch()
-        watch.before()
-        self.audit.active = True
-        try:
-            with torch.no_grad(), recorder:
-                out = self.candidate(*args)
-                self._sync()
-        finally:
-            self.audit.active = False
-        self.audit.check()
-        self.snapshot.check()
-        outputs = C.as_tensor_list(out, "ModelNew.forward")
-        watch.after(allow_native_growth=first_calls)
-        if self.device.type == "cuda" and torch.cuda.current_stream(self.device) != torch.cuda.default_stream(
-            self.device
-        ):
-            raise Rejected("side_stream", "left a non-default CUDA stream current after the call")
-        return outputs
-
-    # ---- correctness ---------------------------------------------------------------------------------
     def _check_correctness(self) -> dict:
-        seeds = self.req["seeds"]
-        ref_recorder, cand_recorder = OpRecorder(), OpRecorder()
-        history: list[tuple[list, list, list]] = []  # (expected, outputs, snapshot of outputs) per trial
-        first_inputs = None
+        ref, cand = self.sides["reference"], self.sides["candidate"]
+        trials = TrialInputs(self.problem, self.req["seeds"])
+        ref_ops: set[str] = set()
+        cand_ops: set[str] = set()
+        answers: list[list[torch.Tensor]] = []
         max_diff = 0.0
-        for trial, seed in enumerate(seeds):
-            cand_args = self._trial_inputs(trial, seed, first_inputs)
-            first_inputs = first_inputs or cand_args
-            pristine = self._clone(cand_args)
-            # The reference goes last before the candidate, so the blocks it frees (poisoned) are the
-            # ones an allocator hands the candidate next.
-            expected = self._reference_answer(cand_args, ref_recorder)
-            outputs = self._call_candidate(cand_args, cand_recorder, first_calls=trial < 2)
-            taken = C.snapshot(outputs)
-            self._check_protocol(outputs, cand_args, pristine)
-            cmp = C.compare(taken, expected, self._tolerance)
+        for trial, seed in enumerate(self.req["seeds"]):
+            args = trials.inputs(trial)
+            expected_block = ref.run_block([args], record=True)
+            expected = expected_block.outputs[0]
+            ref_ops |= set(expected_block.answer.get("ops", []))
+            if trial == 0:
+                self.flops = float(expected_block.answer.get("flops", 0.0))
+            got = cand.run_block([args], [expected], record=True, watch=True)
+            cand_ops |= {str(op) for op in got.answer.get("ops", [])[:MAX_REPORTED_OPS]}
+            mutated = cand.inputs_unchanged([args])
+            if mutated is not None:
+                raise Rejected("mutates_inputs", f"input {mutated} was modified by the call")
+            cand.check_guards(first=trial < 2)
+            cmp = C.compare(got.outputs[0], expected, self._tolerance)
             if not cmp.ok:
-                self._explain_mismatch(taken, [h[0] for h in history])
-                self.details["failed_trial"] = {"trial": trial, "seed": seed}
+                self._explain_mismatch(got.outputs[0], answers)
+                self.details["failed_trial"] = {"trial": trial, "seed": seed, **trials.describe(trial)}
                 return {"status": "incorrect", "correct": False, "error": cmp.reason}
             max_diff = max(max_diff, cmp.max_abs_diff or 0.0)
-            history.append((expected, outputs, taken))
-        self._check_after_return(history)
-        check_fallback(ref_recorder.compute_families(), cand_recorder.compute_families())
-        self.details["reference_ops"] = sorted(ref_recorder.ops)
-        self.details["candidate_ops"] = sorted(cand_recorder.ops)
+            answers.append(expected)
+        check_fallback(_families(ref_ops), _families(cand_ops))
+        self.details["reference_ops"] = sorted(ref_ops)
+        self.details["candidate_ops"] = sorted(cand_ops)
         self.details["max_abs_diff"] = max_diff
-        self.details["trials"] = len(seeds)
+        self.details["trials"] = len(self.req["seeds"])
+        self.details["trial_inputs"] = [trials.describe(t)["inputs"] for t in range(len(self.req["seeds"]))]
+        self._args0, self._out0 = trials.inputs(0), answers[0]
         return {"status": "ok", "correct": True, "error": None}
-
-    def _trial_inputs(self, trial: int, seed: int, first: list | None) -> list:
-        """Fresh inputs per trial, except that trials 1-3 reuse trial 0's buffers to expose caches:
-        trials 1 and 3 swap two pairs of random elements (a cache keyed on pointer, shape or a sample of
-        the input, even one that spot-checks a few outputs, returns the old answer: two probes, so a
-        spot check that happens to see a swapped element once is still caught), and trial 2 refills the
-        buffers completely."""
-        fresh = self._inputs(seed)
-        if first is None or trial not in (1, 2, 3):
-            return fresh
-        gen = torch.Generator().manual_seed(seed)
-        for dst, src in zip(first, fresh):
-            if not isinstance(dst, torch.Tensor):
-                continue
-            # Written through .data: same pointer, same shape and the same version counter, so nothing
-            # but the contents tells the candidate its input changed.
-            if trial == 2:
-                dst.data.copy_(src)
-            elif dst.is_contiguous() and dst.numel() >= 4:
-                flat = dst.data.view(-1)
-                k = 2
-                idx = torch.randperm(flat.numel(), generator=gen)[: 2 * k].to(flat.device)
-                left, right = idx[:k], idx[k:]
-                flat[left], flat[right] = flat[right].clone(), flat[left].clone()
-        return first
-
-    def _reference_answer(self, args: list, recorder: OpRecorder) -> list:
-        """Run the reference on its own copy; keep a copy of its output, poison the original and free it."""
-        ref_args = self._clone(args)
-        with torch.no_grad(), recorder:
-            ref_out = C.as_tensor_list(self.reference(*ref_args), "the reference")
-        self._sync()
-        expected = C.snapshot(ref_out)
-        C.poison(ref_out)
-        C.poison([a for a in ref_args if isinstance(a, torch.Tensor)])
-        C.poison_free_blocks(ref_out)
-        return expected
-
-    def _check_protocol(self, outputs: list, args: list, pristine: list) -> None:
-        for out in outputs:
-            stale = C.poisoned_fraction(out)
-            if stale > 0.5:
-                raise Rejected(
-                    "reuses_reference_output",
-                    f"{stale:.0%} of its output is memory it never wrote: freed blocks the reference used, poisoned by the harness",
-                )
-            for arg in args:
-                if isinstance(arg, torch.Tensor) and C.overlaps(out, arg):
-                    raise Rejected("aliases_input", "its output shares memory with an input")
-        for i, (now, before) in enumerate(zip(args, pristine)):
-            if isinstance(now, torch.Tensor) and not C.same_bits(now, before):
-                raise Rejected("mutates_inputs", f"input {i} was modified by the call")
 
     def _explain_mismatch(self, taken: list, earlier_answers: list) -> None:
         """A wrong answer that equals an earlier call's answer is a cache, not a bug."""
@@ -198,111 +155,53 @@ class EvalSession:
             if C.compare(taken, expected, self._tolerance).ok:
                 raise Rejected("caches_results", "returned the answer of an earlier call for new inputs")
 
-    def _check_after_return(self, history: list) -> None:
-        """Outputs must not change after the call returned, nor be overwritten by a later call."""
-        _sleep(0.01)
-        self._sync()
-        for trial, (_, outputs, taken) in enumerate(history):
-            for out, snap in zip(outputs, taken):
-                if not C.same_bits(out, snap):
-                    if trial < len(history) - 1:
-                        raise Rejected(
-                            "caches_results",
-                            f"the output of call {trial} was overwritten by a later call (one buffer reused across calls)",
-                        )
-                    code = "side_stream" if self.device.type == "cuda" else "background_work"
-                    raise Rejected(code, "its output kept changing after the call returned")
-
     # ---- roofline inputs -----------------------------------------------------------------------------
     def _work(self) -> dict:
-        inputs = self._inputs(self.req["seeds"][0])
-        with torch.no_grad(), OpRecorder() as counter:
-            out = C.as_tensor_list(self.reference(*inputs), "the reference")
-        params = list(self.reference.parameters()) + list(self.reference.buffers())
-        moved = sum(t.numel() * t.element_size() for t in [*inputs, *out, *params] if isinstance(t, torch.Tensor))
-        floating = [t for t in out if t.is_floating_point()] or out
+        tensors = [t for t in [*self._args0, *self._out0] if isinstance(t, torch.Tensor)]
+        floating = [t for t in self._out0 if t.is_floating_point()] or self._out0
         return {
-            "flops": float(counter.flops),
-            "bytes": float(moved),
+            "flops": self.flops,
+            "bytes": float(sum(t.numel() * t.element_size() for t in tensors) + self.param_bytes),
             "dtype": str(floating[0].dtype).removeprefix("torch."),
         }
 
     # ---- timing --------------------------------------------------------------------------------------
     def _time(self) -> dict:
-        pool = [self._inputs(seed) for seed in self.req["seeds"][:4]]
-        rng = random.Random(self.req["timing_seed"])
+        from agentkern.harness.timing import measure_blocks
 
-        def fresh_inputs(i: int):
-            # New memory and new values on every call, cheaply: a pool input scaled by a per-call factor.
-            base = pool[i % len(pool)]
-            scale = rng.uniform(0.75, 1.25)
-            ref_args = [
-                x * scale
-                if isinstance(x, torch.Tensor) and x.is_floating_point()
-                else (x.clone() if isinstance(x, torch.Tensor) else x)
-                for x in base
-            ]
-            return ref_args, self._clone(ref_args)
-
-        recent: list[list] = []
-
-        def check_output(ref_out, cand_out, i: int) -> None:
-            expected = C.as_tensor_list(ref_out, "the reference")
-            got = C.as_tensor_list(cand_out, "ModelNew.forward")
-            cmp = C.compare(got, expected, self._tolerance)
-            if not cmp.ok:
-                self._explain_mismatch(got, recent)
-                raise Rejected("timed_output_mismatch", f"timed call {i}: {cmp.reason}")
-            recent[:] = [expected, *recent[:2]]
-
-        def reference(*args):
-            with torch.no_grad():
-                return self.reference(*args)
-
-        def candidate(*args):
-            with torch.no_grad():
-                return self.candidate(*args)
-
-        self.audit.active = True
-        try:
-            ref, cand = measure_interleaved(
-                reference,
-                candidate,
-                fresh_inputs,
-                check_output,
-                device=self.device,
-                mode=self.opts["mode"],
-                time_budget_s=self.opts["time_budget_s"],
-                min_calls=self.opts["min_timed_calls"],
-                max_calls=self.opts["max_timed_calls"],
-                flush_bytes=self.req["flush_bytes"],
-                rng=rng,
-            )
-        finally:
-            self.audit.active = False
-        self.audit.check()
-        self.snapshot.check()
-        return {"reference": ref.summary(), "kernel": cand.summary(), "mode": self.opts["mode"]}
+        trials = TrialInputs(self.problem, self.req["seeds"][:4])
+        return measure_blocks(
+            self.sides["reference"],
+            self.sides["candidate"],
+            trials.timing_inputs(self.req["timing_seed"]),
+            self._tolerance,
+            self._explain_mismatch,
+            self._out0,
+            mode=self.opts["mode"],
+            time_budget_s=self.opts["time_budget_s"],
+            min_calls=self.opts["min_timed_calls"],
+            max_calls=self.opts["max_timed_calls"],
+            flush_bytes=self.req["flush_bytes"],
+            seed=self.req["timing_seed"],
+        )
 
     # ---- the whole evaluation ------------------------------------------------------------------------
     def run(self) -> dict:
-        """Load (build) and check correctness beside other evaluations, then time the candidate with the
-        device to itself (device_lock.py): a measurement never shares the cores or the GPU with another
-        evaluation's build, check or measurement. Waiting for the device is its own phase ("queued"), not
-        counted against the run limit."""
+        """Start and load (a build: beside other builds and checks), check correctness beside other
+        evaluations, then time with the device to this evaluation alone (device_lock.py). Waiting for the
+        device is its own phase ("queued"), not counted against the run limit."""
         from agentkern.harness.device_lock import building, checking, timing_lock
 
         t0 = perf_clock()
         try:
             with building(self.device):
+                self._start()
                 self._load()
-        except Rejected as rej:
-            return self._rejected(rej)
-        try:
             with self._queued_for(checking):
                 verdict = self._in_phase("run", "correctness_s", self._check_correctness)
             result = {**verdict, "details": self.details}
-            self.details["work"] = self._work()
+            if verdict["correct"]:
+                self.details["work"] = self._work()
             if verdict["correct"] and self.req["timing"] == "measure" and self.opts["check_timing"]:
                 with self._queued_for(timing_lock):
                     timing = self._in_phase("timing", "timing_s", self._time)
@@ -312,9 +211,24 @@ class EvalSession:
             return result
         except Rejected as rej:
             return self._rejected(rej)
+        except CandidateFailed as failed:
+            self.details.update(failed.details)
+            return {"status": failed.status, "correct": False, "error": failed.error, "details": self.details}
+        except ReferenceFailed as exc:
+            raise RuntimeError(one_line(str(exc))) from None
         finally:
+            self._close()
             self.timings["worker_total_s"] = perf_clock() - t0
             self.details["phases"] = self.timings
+
+    def _close(self) -> None:
+        for side in self.sides.values():
+            side.close()
+        # Runners a spare started live in the pool's folder: their logs and builds go with this evaluation.
+        folder = getattr(self, "runners_folder", None)
+        if folder is not None and folder.parent != self.workdir and folder.exists():
+            with contextlib.suppress(OSError):
+                os.rename(folder, self.workdir / RUNNERS)
 
     @contextlib.contextmanager
     def _queued_for(self, lock):
@@ -346,6 +260,12 @@ class EvalSession:
         return {"status": "rejected", "correct": False, "error": f"{rej.code}: {rej.message}", "details": self.details}
 
 
+def _families(ops: set[str]) -> set[str]:
+    from agentkern.harness.fallback import NEUTRAL_OPS
+
+    return {op_family(op) for op in ops if op not in NEUTRAL_OPS}
+
+
 def evaluate_request(request: dict, phase) -> dict:
-    """The sandboxed worker's default mode (agentkern/harness/worker.py MODES): judge one candidate."""
+    """The worker's default mode (agentkern/harness/worker.py MODES): judge one candidate."""
     return EvalSession(request, phase).run()

@@ -1,13 +1,19 @@
-"""Timing the reference and the candidate the same way, in the same process, interleaved.
+"""Timing the reference and the candidate the same way, from the judge, in blocks of calls.
 
-CPU: a monotonic clock around each call. GPU: CUDA events (Triton's do_bench method), with an L2 flush
-before every timed call and a device-wide synchronize, so work left on a side stream is still counted.
-Two modes, as in the CUDA-L2 paper: `offline` (back to back) and `server` (cold caches, random gaps).
-Every timed call gets fresh inputs: nothing a kernel cached from an earlier call can be reused.
+Each side runs in its own runner process (runners.py). A block of n calls is timed on the judge's clock,
+from just before the runner is thawed to just after it is stopped again having answered: a candidate
+cannot touch the clock, and work it defers past its answer is still inside its time. The cost of the
+handshake itself (thaw, one line each way, stop) is measured on the reference's runner with empty blocks
+and taken off both sides; blocks are sized so that it stays a few percent of a block even so. Blocks
+alternate between the sides, each call gets fresh inputs in fresh memory, and every timed output is
+compared with the reference's output for the same inputs.
+Two modes, as in the CUDA-L2 paper: `offline` (blocks of back-to-back calls) and `server` (one call per
+block, the last-level cache flushed and a random gap before each).
 """
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import time
@@ -15,7 +21,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-_perf_counter_ns = time.perf_counter_ns  # bound before candidate code runs
 _sleep = time.sleep
 
 
@@ -23,7 +28,7 @@ _sleep = time.sleep
 class Samples:
     ms: list[float] = field(default_factory=list)
 
-    def summary(self) -> dict:
+    def summary(self, calls_per_sample: int = 1) -> dict:
         xs = sorted(self.ms)
         q = statistics.quantiles(xs, n=10, method="inclusive") if len(xs) >= 2 else xs * 9
         return {
@@ -33,7 +38,7 @@ class Samples:
             "min_ms": xs[0],
             "mean_ms": statistics.fmean(xs),
             "stdev_ms": statistics.stdev(xs) if len(xs) > 1 else 0.0,
-            "calls": len(xs),
+            "calls": len(xs) * calls_per_sample,
         }
 
 
@@ -47,97 +52,80 @@ class CacheFlusher:
         self.buffer.zero_()
 
 
-class Timer:
-    """Times one call. Subclasses decide how (wall clock or CUDA events)."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
-
-    def sync(self) -> None:
-        pass
-
-    def time_call(self, fn, args) -> tuple[float, object]:
-        t0 = _perf_counter_ns()
-        out = fn(*args)
-        t1 = _perf_counter_ns()
-        return (t1 - t0) / 1e6, out
+TARGET_BLOCK_S = 0.002  # the handshake (~50 us here) stays a few percent of a block
+BLOCK_MEMORY_BYTES = 256 * 2**20  # inputs and kept outputs of one block, per side
+HANDSHAKE_PROBES = 7
 
 
-class CudaTimer(Timer):
-    def __init__(self, device: torch.device) -> None:
-        super().__init__(device)
-        self._sync = torch.cuda.synchronize
-        self._event = torch.cuda.Event
-
-    def sync(self) -> None:
-        self._sync(self.device)
-
-    def time_call(self, fn, args) -> tuple[float, object]:
-        start, end = self._event(enable_timing=True), self._event(enable_timing=True)
-        start.record()
-        out = fn(*args)
-        # Synchronize the whole device before the end event: work a kernel left on another stream is
-        # inside the measurement, not outside it.
-        self._sync(self.device)
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end), out
+def _per_call_ms(block_s: float, handshake_s: float, calls: int) -> float:
+    return max(block_s - handshake_s, 1e-9) / calls * 1e3
 
 
-def make_timer(device: torch.device) -> Timer:
-    return CudaTimer(device) if device.type == "cuda" else Timer(device)
+def _block_size(per_call_s: float, call_bytes: int, calls: int, mode: str) -> int:
+    if mode == "server":
+        return 1
+    by_time = math.ceil(TARGET_BLOCK_S / max(per_call_s, 1e-9))
+    by_memory = max(1, BLOCK_MEMORY_BYTES // max(call_bytes, 1))
+    return max(1, min(by_time, by_memory, calls))
 
 
-def measure_interleaved(
+def measure_blocks(
     reference,
     candidate,
     fresh_inputs,
-    check_output,
+    tolerance_for,
+    explain_mismatch,
+    like: list,
     *,
-    device: torch.device,
     mode: str,
     time_budget_s: float,
     min_calls: int,
     max_calls: int,
     flush_bytes: int,
-    rng: random.Random,
-) -> tuple[Samples, Samples]:
-    """Time `reference` and `candidate` alternately, each call on fresh inputs.
+    seed: int,
+) -> dict:
+    """Time `reference` and `candidate` (sides.Side) alternately in blocks; fresh_inputs(i) gives the i-th
+    call's arguments, `like` the outputs' shapes and dtypes (the reference's outputs of a trial). Every
+    candidate output of every timed call is checked against the reference's."""
+    from agentkern.harness import correctness as C
+    from agentkern.harness.rejections import Rejected
 
-    fresh_inputs(i) -> (inputs for the reference, an identical copy for the candidate).
-    check_output(ref_out, cand_out, i) validates every timed candidate call against the reference's
-    output on the same inputs, so a kernel cannot behave differently once the correctness trials are over.
-    """
-    timer = make_timer(device)
-    flusher = CacheFlusher(device, flush_bytes) if mode == "server" or device.type == "cuda" else None
-    ref_samples, cand_samples = Samples(), Samples()
+    rng = random.Random(seed)
+    flusher = CacheFlusher(torch.device("cpu"), flush_bytes) if mode == "server" else None
+    handshake_s = statistics.median(reference.empty_block_seconds() for _ in range(HANDSHAKE_PROBES))
+    counter = iter(range(10**9))
+    recent: list = []  # the last few answers of earlier blocks: a candidate replaying one is caching
 
-    def one(fn, args) -> tuple[float, object]:
+    def timed(side, calls):
         if flusher is not None:
             flusher.flush()
-        if mode == "server":
             _sleep(rng.uniform(0.0, 0.002))  # random arrival gap: the CPU's clocks and caches go cold
-        timer.sync()
-        return timer.time_call(fn, args)
+        return side.run_block(calls, [like] * len(calls))
 
-    # Warm-up: one call each, which also tells how many calls fit in the budget.
-    ref_args, cand_args = fresh_inputs(-1)
-    warm_ref, _ = one(reference, ref_args)
-    warm_cand, _ = one(candidate, cand_args)
-    per_pair_s = max((warm_ref + warm_cand) / 1e3, 1e-6)
-    calls = int(min(max_calls, max(min_calls, time_budget_s / per_pair_s)))
+    def pair(n: int, cand_first: bool) -> tuple[float, float]:
+        calls = [fresh_inputs(next(counter)) for _ in range(n)]
+        first, second = (candidate, reference) if cand_first else (reference, candidate)
+        one, other = timed(first, calls), timed(second, calls)
+        ref, got = (other, one) if cand_first else (one, other)
+        for i, (out, exp) in enumerate(zip(got.outputs, ref.outputs)):
+            cmp = C.compare(out, exp, tolerance_for)
+            if not cmp.ok:
+                explain_mismatch(out, recent + ref.outputs[:i])
+                raise Rejected("timed_output_mismatch", f"timed call {i} of a block of {n}: {cmp.reason}")
+        recent[:] = (ref.outputs[-3:] + recent)[:3]
+        return _per_call_ms(ref.seconds, handshake_s, n), _per_call_ms(got.seconds, handshake_s, n)
 
-    for i in range(calls):
-        ref_args, cand_args = fresh_inputs(i)
-        # Alternate who goes first, so neither side always inherits the other's cache state.
-        if i % 2 == 0:
-            ref_ms, ref_out = one(reference, ref_args)
-            cand_ms, cand_out = one(candidate, cand_args)
-        else:
-            cand_ms, cand_out = one(candidate, cand_args)
-            ref_ms, ref_out = one(reference, ref_args)
-        timer.sync()
-        check_output(ref_out, cand_out, i)
+    warm_ref, warm_cand = pair(1, False)  # warm-up, checked, not counted; it also sizes the blocks
+    calls = int(min(max_calls, max(min_calls, time_budget_s / max((warm_ref + warm_cand) / 1e3, 1e-6))))
+    sample = fresh_inputs(-1)
+    call_bytes = 2 * sum(x.numel() * x.element_size() for x in sample if isinstance(x, torch.Tensor))
+    n = _block_size(min(warm_ref, warm_cand) / 1e3, call_bytes, calls, mode)
+    blocks = max(min(3, calls), math.ceil(calls / n))
+    n = max(1, math.ceil(calls / blocks)) if mode != "server" else 1
+    ref_samples, cand_samples = Samples(), Samples()
+    for b in range(blocks):
+        ref_ms, cand_ms = pair(n, cand_first=b % 2 == 1)  # alternate who goes first
         ref_samples.ms.append(ref_ms)
         cand_samples.ms.append(cand_ms)
-    return ref_samples, cand_samples
+    block = {"blocks": blocks, "calls_per_block": n, "handshake_us": round(handshake_s * 1e6, 1)}
+    return {"reference": ref_samples.summary(n), "kernel": cand_samples.summary(n), "mode": mode, **block}

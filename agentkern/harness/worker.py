@@ -17,6 +17,7 @@ import traceback
 from pathlib import Path
 
 from agentkern import backends  # at start-up: discovered before any candidate code runs
+from agentkern.harness.deaths import die_with_parent
 from agentkern.harness.protocol import READY_LINE, Phase
 from agentkern.helpers import atomic_write_json, one_line, tail
 
@@ -47,26 +48,17 @@ def _is_compile_failure(exc: BaseException) -> bool:
     return any(b.compile_failed(type(exc).__name__, str(exc)) for b in backends.all())
 
 
-def _die_with_parent() -> None:
-    """A spare waits on its parent; if the parent dies (even by SIGKILL), the kernel kills the spare too."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def wait_for_request() -> str | None:
     """A spare worker: do the slow imports now, then wait for the parent to send a request's path."""
-    _die_with_parent()
+    die_with_parent()
     from agentkern.harness.device_lock import building
 
     with building("cpu"):  # importing torch takes a core: never while another worker is measuring
         import torch  # noqa: F401
 
-        import agentkern.harness.session  # noqa: F401
+        from agentkern.harness import session
+
+        session.prestart(Path.cwd())  # the two runners import torch now too
 
     print(READY_LINE, flush=True)
     line = sys.stdin.readline().strip()
@@ -76,7 +68,7 @@ def wait_for_request() -> str | None:
 def main(request_path: str) -> int:
     # Also for a worker started for this request: if its parent (an executor's thread, a Ray worker) is
     # killed, nobody is left to enforce the limits, so the worker goes too.
-    _die_with_parent()
+    die_with_parent()
     request = json.loads(Path(request_path).read_text())
     if request.get("output_limit_bytes"):  # before any candidate code: no file it writes grows past this
         from agentkern.harness.deaths import cap_file_size

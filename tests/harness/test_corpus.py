@@ -27,10 +27,13 @@ def test_corpus_is_not_empty():
 
 @pytest.mark.parametrize("path", CHEATS, ids=lambda p: p.stem)
 def test_cheat_is_rejected(path):
+    """`# expect: rejected CODE`: caught and named; `# expect: incorrect`: defeated by design (what it tries to
+    reach is not in its process, so its answer is simply wrong)."""
     result, status, code = _evaluate(path)
-    assert status == "rejected"
-    assert result.status == "rejected", f"{path.name}: {result.status}: {result.error}"
-    assert result.details.get("rejected_because") == code, result.error
+    assert status in ("rejected", "incorrect")
+    assert result.status == status, f"{path.name}: {result.status}: {result.error}"
+    if status == "rejected":
+        assert result.details.get("rejected_because") == code, result.error
     assert result.correct is False and result.speedup is None
 
 

@@ -4,6 +4,7 @@ tests/unit/test_roofline.py.)"""
 import json
 import os
 import sys
+from pathlib import Path
 
 from support import fast_options
 
@@ -23,7 +24,7 @@ import os
 import torch
 import torch.nn as nn
 
-LOG = os.environ["RELU_CALL_LOG"]
+LOG = "calls.log"  # in its own folder: the only one it may write to
 os.environ["CANDIDATE_WAS_HERE"] = "1"
 
 class ModelNew(nn.Module):
@@ -40,20 +41,20 @@ def write(tmp_path, name, text):
     return path
 
 
-def test_candidate_code_runs_in_a_child_and_every_timed_call_gets_fresh_inputs(tmp_path, monkeypatch):
-    log = tmp_path / "calls.log"
-    monkeypatch.setenv("RELU_CALL_LOG", str(log))
+def test_candidate_code_runs_in_a_child_and_every_timed_call_gets_fresh_inputs(tmp_path):
     solution = write(tmp_path, "recording.py", RECORDING_RELU)
-    result = evaluate("relu", solution, "cpu", fast_options(min_timed_calls=6, max_timed_calls=6))
+    opts = fast_options(min_timed_calls=6, max_timed_calls=6)
+    result = evaluate("relu", solution, "cpu", opts, keep_workdir=True)
     assert result.status == "ok", result.error
+    log = Path(result.details["workdir"]) / "runners" / "candidate" / "calls.log"
     assert "CANDIDATE_WAS_HERE" not in os.environ  # its module code ran elsewhere
     assert not any(name.startswith("agentkern_candidate") for name in sys.modules)
     calls = [line.split() for line in log.read_text().splitlines()]
     # 5 correctness trials + 1 warm-up + 6 timed calls, and no two saw the same input values.
     assert len(calls) == 12
     assert len({checksum for _, checksum in calls}) == 12
-    # Trials 1 and 2 deliberately reuse trial 0's buffer (with new contents) to expose caches.
-    assert calls[0][0] == calls[1][0] == calls[2][0]
+    # Every trial's inputs are at the same address (new contents) to expose caches keyed on the pointer.
+    assert calls[0][0] == calls[1][0] == calls[2][0] == calls[4][0]
 
 
 def test_tolerance_is_configurable_per_dtype(tmp_path):

@@ -9,9 +9,12 @@ hit-or-miss: measured on torch 2.13 CPU, with a harness that keeps the reference
 works; with one that converts the reference (`ref = model(x).double()`, which frees the fp32 output
 before the candidate runs) the freed 4 MiB block comes back holding the answer in some trials but not in
 all five.
+
+Since harness v2 the reference runs in another process: no block this process frees ever held its
+answer, so the "kernel" returns whatever the allocator had, and is judged incorrect.
 """
 # problem: softmax
-# expect: rejected reuses_reference_output
+# expect: incorrect
 
 import torch
 import torch.nn as nn

@@ -1,0 +1,108 @@
+"""Shared memory between the judge and a runner: the inputs of each call, laid out in slots.
+
+The judge owns an anonymous memory file (memfd) and hands its descriptor to the runner at start-up. Before
+each block of calls it writes every call's inputs into the file while the runner is frozen, and sends the
+runner their layout: (offset, dtype, shape) per tensor. The runner maps the file and wraps the bytes as
+tensors without copying. Outputs travel the other way by a different road (the judge reads them from the
+frozen runner's memory: runners.py), so nothing a runner writes here is ever read back as a result.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+import torch
+
+ALIGN = 64  # a cache line: no two tensors share one, and vector loads stay aligned
+
+DTYPES = {str(d).removeprefix("torch."): d for d in (
+    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+    torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128,
+)}  # fmt: skip
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _aligned(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+class Arena:
+    """The judge's side: a growable memfd, written slot by slot."""
+
+    def __init__(self, name: str = "agentkern-inputs") -> None:
+        self.fd = os.memfd_create(name)  # close-on-exec: a runner gets it only through pass_fds
+        self.size = 0
+        self.map: mmap.mmap | None = None
+
+    def reserve(self, nbytes: int) -> None:
+        """Make the file at least `nbytes` long (a runner remaps when told the new size)."""
+        if nbytes <= self.size:
+            return
+        size = max(_aligned(nbytes), 1 << 20)
+        # The old mapping is dropped, not closed: views of it may still be alive, and die with it.
+        os.ftruncate(self.fd, size)
+        self.map = mmap.mmap(self.fd, size)
+        self.size = size
+
+    def layout(self, calls: list[list]) -> tuple[list[list], int]:
+        """(per call, per argument: a tensor's spec or the plain value; total bytes) for these inputs."""
+        offset, specs = 0, []
+        for args in calls:
+            call = []
+            for x in args:
+                if isinstance(x, torch.Tensor):
+                    nbytes = x.numel() * x.element_size()
+                    call.append(
+                        {"offset": offset, "dtype": dtype_name(x.dtype), "shape": list(x.shape), "nbytes": nbytes}
+                    )
+                    offset += _aligned(max(nbytes, 1))
+                else:
+                    call.append({"value": x})
+            specs.append(call)
+        return specs, offset
+
+    def write(self, calls: list[list]) -> list[list]:
+        """Write every call's tensors; their specs, for the runner."""
+        specs, total = self.layout(calls)
+        self.reserve(total)
+        for args, call in zip(calls, specs):
+            for x, spec in zip(args, call):
+                if "offset" in spec and spec["nbytes"]:
+                    self.view(spec).copy_(x.detach().cpu().contiguous().view(-1).view(torch.uint8))
+        return specs
+
+    def view(self, spec: dict) -> torch.Tensor:
+        """The spec's bytes in the judge's mapping, as uint8 (what the runner may have changed)."""
+        return torch.frombuffer(self.map, dtype=torch.uint8, count=spec["nbytes"], offset=spec["offset"])
+
+    def close(self) -> None:
+        self.map = None
+        os.close(self.fd)
+
+
+class Mapping:
+    """The runner's side: the same file, mapped, remapped when the judge says it grew."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.size = 0
+        self.map: mmap.mmap | None = None
+
+    def ensure(self, size: int) -> None:
+        if size > self.size:
+            self.map = mmap.mmap(self.fd, size)
+            self.size = size
+
+    def tensor(self, spec: dict) -> torch.Tensor:
+        dtype = DTYPES[spec["dtype"]]
+        if not spec["nbytes"]:
+            return torch.empty(spec["shape"], dtype=dtype)
+        raw = torch.frombuffer(self.map, dtype=torch.uint8, count=spec["nbytes"], offset=spec["offset"])
+        return raw.view(dtype).view(spec["shape"])
+
+    def args(self, call: list) -> list:
+        return [self.tensor(spec) if "offset" in spec else spec["value"] for spec in call]

@@ -1,0 +1,98 @@
+"""Confinement for a runner process: bubblewrap where it works, plain process isolation where it does not.
+
+Under bubblewrap (Debian's `bubblewrap`, unprivileged: it needs user namespaces) a runner sees the file
+system read-only except its own scratch folder, gets a private /tmp, /dev/shm and HOME, no network, its
+own PID namespace (it cannot see or signal agentkern, and every process it starts dies with it), and is
+killed when the judge dies. AGENTKERN_HOME (work folders, requests, locks, the run store) and the lock
+folder are hidden behind empty tmpfs mounts, so a candidate cannot read the judge's files, take its locks
+or write to its store. Without bubblewrap (macOS, a container without user namespaces) the runner is an
+ordinary child process: the verdict says so in details.isolation, and `agentkern doctor` tells why.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+BWRAP = "bwrap"
+ISOLATION_BWRAP = "bubblewrap"
+ISOLATION_PROCESS = "process"
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_status() -> tuple[bool, str]:
+    """(usable, why): bubblewrap is installed and can create its namespaces here (probed once)."""
+    if os.environ.get("AGENTKERN_NO_BWRAP"):
+        return False, "AGENTKERN_NO_BWRAP is set"
+    path = shutil.which(BWRAP)
+    if path is None:
+        return False, "bubblewrap (bwrap) is not installed; on Debian/Ubuntu: apt-get install bubblewrap"
+    try:
+        probe = subprocess.run(
+            [path, *_namespace_args(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bwrap could not start: {exc}"
+    if probe.returncode != 0:
+        return False, f"bwrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
+    return True, f"bubblewrap at {path}"
+
+
+def isolation() -> str:
+    return ISOLATION_BWRAP if bwrap_status()[0] else ISOLATION_PROCESS
+
+
+def _namespace_args() -> list[str]:
+    # --unshare-all: user, ipc, pid, net, uts, cgroup. No --new-session: the judge has no controlling
+    # terminal (it is started in a session of its own), and staying in its process group lets the
+    # watchdog's group kill reach the sandbox.
+    return ["--unshare-all", "--die-with-parent"]
+
+
+def hidden_folders() -> list[Path]:
+    """Folders a runner must not see: the judge's store, locks and the user's home."""
+    from agentkern.config import home
+    from agentkern.harness.device_lock import lock_dir
+
+    folders = [Path(os.path.expanduser("~")), home(), lock_dir()]
+    return list(dict.fromkeys(p.resolve() for p in folders))
+
+
+def command(argv: list[str], scratch: Path) -> list[str]:
+    """`argv` wrapped for confinement: read-only everything, `scratch` writable, the judge's folders hidden."""
+    if not bwrap_status()[0]:
+        return argv
+    scratch = scratch.resolve()
+    args = [shutil.which(BWRAP) or BWRAP, *_namespace_args(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for folder in hidden_folders():
+        if not any(_contains(folder, needed) for needed in _needed_paths()):
+            args += ["--tmpfs", str(folder)]
+    args += ["--tmpfs", "/tmp", "--bind", str(scratch), str(scratch), "--chdir", str(scratch)]
+    return [*args, "--", *argv]
+
+
+@functools.lru_cache(maxsize=1)
+def _needed_paths() -> tuple[Path, ...]:
+    """What a runner must still see: the interpreter, its packages and agentkern. A home folder holding any of
+    them (pyenv, a virtualenv or a checkout under ~) stays visible, read-only, rather than hidden."""
+    import agentkern
+
+    paths = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable), Path(agentkern.__file__).parent]
+    paths += [Path(p) for p in sys.path if p]
+    return tuple(p.resolve() for p in paths)
+
+
+def _contains(folder: Path, inner: Path) -> bool:
+    """True when hiding `folder` would hide `inner` (the interpreter and its packages must stay visible)."""
+    try:
+        inner.resolve().relative_to(folder)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,195 @@
+"""A runner: the process that holds one model, the reference or the candidate, and calls it when told.
+
+`python -m agentkern.harness.runner REPLY_FD ARENA_FD`, started by the judge (runners.py), confined by
+bubblewrap where it is available (confine.py). It reads one JSON command per line on stdin and answers one
+JSON line on REPLY_FD; its stdout and stderr go to a capped log. The judge runs two of them with this same
+code, so both sides are loaded, called and timed the same way.
+
+Everything here runs in a process the candidate controls, and the judge believes none of it except a
+rejection (the guards below are defence in depth: a candidate that disarms them gains nothing, because
+inputs, the reference, the comparison and the clock live in other processes). Commands:
+- {"op": "load", ...}: write the source to the scratch folder, import it, build Model/ModelNew(*init);
+- {"op": "block", "calls": [...]}: call the model once per call on inputs from the shared arena, keep the
+  outputs alive and answer with their addresses (the judge reads them from this process's memory while it
+  is frozen), and the aten ops dispatched when asked to record them;
+- {"op": "check"}: run the guards' checks (after a block, outside any timed window);
+- {"op": "quit"}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+REPLY_LIMIT = 1 << 20  # the judge reads at most this much of one answer
+
+
+class Runner:
+    def __init__(self, reply_fd: int, arena_fd: int) -> None:
+        from agentkern.harness.arena import Mapping
+
+        self.reply = os.fdopen(reply_fd, "w", buffering=1)
+        self.mapping = Mapping(arena_fd)
+        self.model = None
+        self.device = None
+        self.guards = None
+        self.kept: list = []
+
+    def answer(self, message: dict) -> None:
+        self.reply.write(json.dumps(message) + "\n")
+        self.reply.flush()
+
+    # ---- commands ------------------------------------------------------------------------------------
+    def load(self, cmd: dict) -> dict:
+        import torch
+
+        from agentkern.harness.loading import load_module, load_problem_module
+
+        path = Path(cmd["filename"]).resolve()
+        path.write_text(cmd["source"])
+        self.device = torch.device(cmd["device"])
+        if cmd.get("threads"):
+            torch.set_num_threads(int(cmd["threads"]))
+        self.mapping.ensure(cmd["arena_size"])
+        init = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.mapping.args(cmd["init"])]
+        if cmd["guarded"]:
+            from agentkern.harness.runner_guards import Guards
+
+            self.guards = Guards(str(path))
+        self._begin(watch=False)
+        try:
+            if cmd["kind"] == "solution":
+                cls = load_module(str(path), "agentkern_candidate").ModelNew
+            else:
+                cls = load_problem_module(str(path), "agentkern_reference", cmd.get("size")).Model
+            torch.manual_seed(int(cmd["init_seed"]))
+            self.model = cls(*init).to(self.device).eval()
+            if cmd["kind"] == "problem_compiled":  # the torch.compile baseline (bench): trusted, unguarded
+                self.model = torch.compile(self.model)
+        finally:
+            self._end()
+        if self.guards is not None:
+            self.guards.check(first=True)
+        params = [*self.model.parameters(), *self.model.buffers()]
+        return {"loaded": True, "threads": torch.get_num_threads(), "param_bytes": sum(p.nbytes for p in params)}
+
+    def block(self, cmd: dict) -> dict:
+        self.kept = []
+        self.mapping.ensure(cmd["arena_size"])
+        recorder = None
+        if cmd.get("record"):
+            from agentkern.harness.fallback import OpRecorder
+
+            recorder = OpRecorder()
+        self._begin(watch=bool(cmd.get("watch")))
+        try:
+            outputs = self._calls(cmd["calls"], recorder)
+        finally:
+            self._end()
+        described = [[self._describe(t) for t in outs] for outs in outputs]
+        answer = {"outputs": described}
+        if recorder is not None:
+            answer["ops"] = sorted(recorder.ops)
+            answer["flops"] = float(recorder.flops)
+        return answer
+
+    def _calls(self, calls: list, recorder) -> list:
+        import torch
+
+        from agentkern.harness.correctness import as_tensor_list
+
+        outputs = []
+        with torch.no_grad():
+            for call in calls:
+                args = self.mapping.args(call)
+                if self.device.type != "cpu":
+                    args = [a.to(self.device) if isinstance(a, torch.Tensor) else a for a in args]
+                if recorder is not None:
+                    with recorder:
+                        out = self.model(*args)
+                else:
+                    out = self.model(*args)
+                outputs.append(as_tensor_list(out, "forward"))
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+        return outputs
+
+    def _describe(self, t) -> dict:
+        from agentkern.harness.arena import dtype_name
+
+        host = t.detach()
+        if host.device.type != "cpu":
+            host = host.cpu()  # on a GPU the read-back is inside the timed block, on both sides
+        host = host.contiguous()
+        self.kept.append(host)  # alive until the next block: the judge reads it from this process's memory
+        nbytes = host.numel() * host.element_size()
+        return {"addr": host.data_ptr(), "nbytes": nbytes, "dtype": dtype_name(host.dtype), "shape": list(host.shape)}
+
+    def check(self, cmd: dict) -> dict:
+        if self.guards is not None:
+            self.guards.check(first=bool(cmd.get("first")))
+        return {"checked": True}
+
+    def _begin(self, watch: bool) -> None:
+        if self.guards is not None:
+            self.guards.begin(watch)
+
+    def _end(self) -> None:
+        if self.guards is not None:
+            self.guards.end()
+
+
+def serve(runner: Runner) -> None:
+    from agentkern.harness.rejections import Rejected
+
+    commands = {"load": runner.load, "block": runner.block, "check": runner.check}
+    runner.answer({"ready": True, "pid": os.getpid()})
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["op"] == "quit":
+            break
+        try:
+            answer = commands[cmd["op"]](cmd)
+        except Rejected as rej:
+            answer = {"rejected": [rej.code, rej.message]}
+        except BaseException as exc:  # noqa: BLE001 - whatever the model throws is the judge's to classify
+            answer = {
+                "raised": {
+                    "type": type(exc).__name__,
+                    "message": str(exc)[:2000],
+                    "traceback": traceback.format_exc()[-8000:],
+                    "compile_failure": _is_compile_failure(exc),
+                }
+            }
+        runner.answer(answer)
+    sys.stdout.flush()
+    os._exit(0)  # a candidate's leftover threads or atexit hooks must not hang the exit
+
+
+def _is_compile_failure(exc: BaseException) -> bool:
+    from subprocess import CalledProcessError
+
+    from agentkern import backends
+
+    if isinstance(exc, (SyntaxError, CalledProcessError, ImportError)):
+        return True
+    return any(b.compile_failed(type(exc).__name__, str(exc)) for b in backends.all())
+
+
+def main() -> None:
+    from agentkern.harness.deaths import die_with_parent
+
+    die_with_parent()
+    import torch  # noqa: F401 - before "ready": the judge never waits for this import inside a phase
+
+    import agentkern.harness.correctness  # noqa: F401
+    import agentkern.harness.fallback  # noqa: F401
+
+    serve(Runner(int(sys.argv[1]), int(sys.argv[2])))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""The judge's two sides, the reference and the candidate: each a runner process, commanded the same way.
+
+A Side turns a runner's answers into what the judge needs: outputs read from the frozen runner, the time
+of a block of calls on the judge's clock, and the candidate's failures as verdicts (an exception it
+raised, a rejection by its in-process guards, a process it left running, its death). The reference's
+failures are the problem's: they end the evaluation as an error about the problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from agentkern.harness.rejections import Rejected
+from agentkern.harness.runners import RunnerDied, RunnerProcess
+from agentkern.helpers import one_line, tail
+
+
+def _killer(sig: int) -> str:
+    """Who sent the signal a runner died of, as far as the judge can tell (deaths.py does the same for a
+    worker, with the watchdog's own kills and the OOM counters)."""
+    import signal
+
+    if sig == signal.SIGXFSZ:
+        return "kernel (file-size limit)"
+    if sig == signal.SIGKILL:
+        return "SIGKILL: the out-of-memory killer or another process"
+    return "itself (its own crash)"
+
+
+class CandidateFailed(Exception):
+    """The candidate raised, crashed or broke the protocol: a verdict, not an internal error."""
+
+    def __init__(self, status: str, error: str, details: dict | None = None) -> None:
+        super().__init__(error)
+        self.status, self.error, self.details = status, error, details or {}
+
+
+class ReferenceFailed(Exception):
+    """The problem's own Model or get_inputs failed: the problem is broken, not the candidate."""
+
+
+@dataclass
+class Block:
+    outputs: list[list[torch.Tensor]]  # per call, per output
+    seconds: float  # thaw to stop, on the judge's clock
+    answer: dict
+
+
+class Side:
+    def __init__(self, role: str, scratch: Path, env: dict[str, str], log_path: Path, confined: bool = True) -> None:
+        self.role = role
+        self.runner = RunnerProcess(role, scratch, env, log_path, confined)
+        self.scratch = scratch
+
+    @property
+    def is_candidate(self) -> bool:
+        return self.role == "candidate"
+
+    def wait_ready(self) -> None:
+        try:
+            self.runner.wait_ready()
+        except RunnerDied as exc:
+            raise ReferenceFailed(f"the {self.role} runner did not start: {self._log()}") from exc
+
+    def ask(self, cmd: dict, loading: bool = False) -> tuple[dict, float]:
+        """Send one command; its answer and time, or the failure it stands for."""
+        try:
+            answer, seconds = self.runner.call(cmd)
+        except RunnerDied as exc:
+            self._died(exc, loading)
+        if "rejected" in answer:
+            code, message = (list(answer["rejected"]) + ["", ""])[:2]
+            if self.is_candidate:
+                raise Rejected(str(code)[:64], one_line(str(message)[:500]))
+            raise ReferenceFailed(f"the reference was rejected by a guard: {code}: {message}")
+        if "raised" in answer:
+            self._raised(answer["raised"], loading)
+        return answer, seconds
+
+    def _died(self, exc: RunnerDied, loading: bool):
+        how = self.runner.exit_description()
+        if not self.is_candidate:
+            raise ReferenceFailed(f"the reference's process {how}: {self._log()}") from exc
+        where = "while loading" if loading else "while called"
+        details = {"log_tail": self._log()}
+        sig = self.runner.exit_signal()
+        if sig is not None:
+            details["killed_by"] = _killer(sig)
+        last = one_line(details["log_tail"].strip().splitlines()[-1]) if details["log_tail"].strip() else ""
+        error = f"the candidate's process {how} {where}" + (f": {last[:300]}" if last and sig is None else "")
+        raise CandidateFailed("crashed", error, details) from exc
+
+    def _raised(self, raised: dict, loading: bool):
+        raised = raised if isinstance(raised, dict) else {}
+        error = one_line(f"{raised.get('type', 'Exception')}: {raised.get('message', '')}"[:2000])
+        if not self.is_candidate:
+            raise ReferenceFailed(f"the reference raised {error}")
+        status = "compile_error" if loading and raised.get("compile_failure") else "runtime_error"
+        raise CandidateFailed(status, error, {"traceback": tail(str(raised.get("traceback", "")))})
+
+    def _log(self) -> str:
+        from agentkern.harness.deaths import read_tail
+
+        return tail(read_tail(self.runner.log_path))
+
+    # ---- calls ---------------------------------------------------------------------------------------
+    def load(self, kind: str, source: str, init: list, init_seed: int, common: dict) -> dict:
+        specs = self.runner.arena.write([init])[0]
+        filename = self.scratch / ("problem.py" if kind.startswith("problem") else "solution.py")
+        cmd = {"op": "load", "kind": kind, "source": source, "filename": str(filename), "init": specs}
+        guarded = self.is_candidate and kind == "solution"  # the torch.compile baseline is agentkern's own code
+        cmd |= {"init_seed": init_seed, "arena_size": self.runner.arena.size, "guarded": guarded}
+        answer, _ = self.ask(cmd | common, loading=True)
+        left = self.runner.others()
+        if left and self.is_candidate:
+            raise Rejected("forbidden_call", f"loading left {len(left)} process(es) running")
+        return answer
+
+    def run_block(self, calls: list[list], expected: list[list[torch.Tensor]] | None = None, **flags) -> Block:
+        """Call the model once per entry of `calls` (each a list of arguments), timed as one block."""
+        specs = self.runner.arena.write(calls)
+        cmd = {"op": "block", "calls": specs, "arena_size": self.runner.arena.size, **flags}
+        answer, seconds = self.ask(cmd)
+        left = self.runner.others()
+        if left and self.is_candidate:
+            raise Rejected("forbidden_call", f"the call left {len(left)} process(es) running")
+        described = answer.get("outputs")
+        if not isinstance(described, list) or len(described) != len(calls):
+            raise self._protocol("did not describe one list of outputs per call")
+        if self.is_candidate and flags.get("watch"):
+            self._check_not_inputs(described)
+        outputs = []
+        for i, outs in enumerate(described):
+            if not isinstance(outs, list) or len(outs) > 64:
+                raise self._protocol("described its outputs in a form it cannot have")
+            like = expected[i] if expected is not None else None
+            if like is not None and len(outs) != len(like):
+                outputs.append([torch.empty(0)] * len(outs))  # the comparison says how many were expected
+                continue
+            outputs.append([self.runner.read_tensor(d, like[j] if like else None) for j, d in enumerate(outs)])
+        return Block(outputs, seconds, answer)
+
+    def _check_not_inputs(self, described: list) -> None:
+        ranges = self.runner.arena_ranges()
+        for outs in described:
+            for desc in outs if isinstance(outs, list) else []:
+                addr = desc.get("addr") if isinstance(desc, dict) else None
+                if isinstance(addr, int) and any(lo <= addr < hi for lo, hi in ranges):
+                    raise Rejected("aliases_input", "its output shares memory with an input")
+
+    def inputs_unchanged(self, calls: list[list]) -> int | None:
+        """The index of the first input the last block modified in the arena, or None."""
+        specs, _ = self.runner.arena.layout(calls)
+        for call, args in zip(specs, calls):
+            for i, (spec, x) in enumerate(zip(call, args)):
+                if "offset" in spec and spec["nbytes"]:
+                    original = x.detach().cpu().contiguous().view(-1).view(torch.uint8)
+                    if not torch.equal(self.runner.arena.view(spec), original):
+                        return i
+        return None
+
+    def check_guards(self, first: bool) -> None:
+        """The candidate's in-process guards, after a block (outside any timed window)."""
+        self.ask({"op": "check", "first": first})
+
+    def empty_block_seconds(self) -> float:
+        return self.ask({"op": "block", "calls": [], "arena_size": self.runner.arena.size})[1]
+
+    def _protocol(self, what: str) -> Exception:
+        if self.is_candidate:
+            return Rejected("protocol", f"the candidate's process {what}")
+        return ReferenceFailed(f"the reference's process {what}")
+
+    def close(self) -> None:
+        self.runner.close()
