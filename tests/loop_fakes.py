@@ -55,7 +55,7 @@ class FakeEvaluate:
                 reference_ms=1.0,
                 kernel_ms=0.02,
                 roofline_fraction=5.0,
-                error=f"suspicious: {why}",
+                error=f"{why}: a timing error or a cheat, not a result",
                 details={"bound": "memory", "timing": {}, "suspicious": why, "outputs_matched": True},
             )
         return EvalResult(

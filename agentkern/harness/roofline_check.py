@@ -87,7 +87,7 @@ def _recheck(result: EvalResult, target: Target, work: dict, first_bound_ms: flo
     result.details["outputs_matched"] = result.correct
     result.status = "suspicious"
     result.correct = False
-    result.error = f"suspicious: {why}: a timing error or a cheat, not a result"
+    result.error = f"{why}: a timing error or a cheat, not a result"
 
 
 def _figures(target: Target) -> dict[str, Any]:

@@ -124,7 +124,7 @@ def test_optimize_progress_shows_a_suspicious_candidate_by_its_status():
     from agentkern.loop.progress import _describe
 
     record = {**candidate("002-0", FAST, 50.0), "status": "suspicious", "correct": False}
-    record["error"] = "suspicious: 0.02 ms beats the cpu roofline bound"
+    record["error"] = "0.02 ms beats the cpu roofline bound"
     line = _describe("profiler", {"candidate": record})
     assert "002-0" in line and ": suspicious 50.00x" in line and "beats the cpu roofline bound" in line
     progress = LiveProgress("agentkern optimize softmax", max_iters=5, clock=lambda: 0.0)
