@@ -11,7 +11,11 @@ from typing import Any, Literal, NotRequired, Required, TypedDict, get_args
 
 # The verdicts `agentkern eval --json` may give. CI jobs switch on these: keep them stable.
 # "unverified": built but could not be run here (a CUDA kernel on a machine without a GPU).
-Status = Literal["ok", "incorrect", "compile_error", "runtime_error", "timeout", "crashed", "rejected", "unverified"]
+# "suspicious": outputs matched, but its time beats the roofline bound by more than the margin, after the
+# host's figures were measured again (harness/roofline_check.py): not a result, never counted as correct.
+Status = Literal[
+    "ok", "incorrect", "compile_error", "runtime_error", "timeout", "crashed", "rejected", "unverified", "suspicious"
+]
 STATUSES: tuple[Status, ...] = get_args(Status)
 # A candidate's status: a harness verdict, or "no_code" (the coder produced no file to evaluate) or
 # "infeasible" (correct in the interpreter, but the cost model says it would not launch on the target GPU).
@@ -123,7 +127,7 @@ class Verdict(TypedDict):
     kernel_ms: NotRequired[float | None]
     roofline_fraction: NotRequired[float | None]
     error: str | None
-    details: dict[str, Any]  # timing, bound, work, roofline_bound_ms, suspicious, rejected_because, ...
+    details: dict[str, Any]  # timing, bound, work, roofline_bound_ms, suspicious, roofline_check, rejected_because, ...
 
 
 class Draft(TypedDict):

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from agentkern.traces.describe import remeasure_line
 from agentkern.types import EvalResult
 
-STYLE = {"ok": "bold green", "incorrect": "bold yellow", "rejected": "bold red", "unverified": "bold cyan"}
+STYLE = {
+    "ok": "bold green",
+    "incorrect": "bold yellow",
+    "rejected": "bold red",
+    "unverified": "bold cyan",
+    "suspicious": "bold magenta",
+}
 
 
 def _ms(value: float | None) -> str:
@@ -24,7 +31,7 @@ def print_eval(console: Console, result: EvalResult) -> None:
         console.print(f"  {result.error}", highlight=False)
     if d.get("size_note"):
         console.print(f"  size: {d['size_note']}", highlight=False)
-    if result.correct:
+    if result.correct or d.get("outputs_matched"):
         seeds = d.get("seeds") or []
         shown = ", ".join(str(s) for s in seeds[:2]) + (", ..." if len(seeds) > 2 else "")
         console.print(
@@ -49,7 +56,10 @@ def print_eval(console: Console, result: EvalResult) -> None:
             f"({d.get('roofline_bound_ms', 0):.4g} ms)",
             highlight=False,
         )
-    if d.get("suspicious"):
+    if d.get("suspicious") and result.status != "suspicious":  # a suspicious verdict's error says it already
         console.print(f"  [bold red]suspicious:[/] {d['suspicious']}", highlight=False)
+    check = d.get("roofline_check")
+    if check:
+        console.print(f"  roofline check: {remeasure_line(check)}", highlight=False)
     if d.get("workdir"):
         console.print(f"  sandbox folder: {d['workdir']}", highlight=False)

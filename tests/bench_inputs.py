@@ -2,7 +2,9 @@
 problem that declares SIZES (KernelBench's layout plus agentkern's per-target sizes)."""
 
 
-def row(name, status="ok", eager=None, compile_=None, n=0, c=0, speedups=(), factor=None, predicted=False):
+def row(
+    name, status="ok", eager=None, compile_=None, n=0, c=0, speedups=(), factor=None, predicted=False, suspicious=0
+):
     return {
         "name": name,
         "status": status,
@@ -13,6 +15,7 @@ def row(name, status="ok", eager=None, compile_=None, n=0, c=0, speedups=(), fac
         "kernel_path": None,
         "candidates": n,
         "correct_candidates": c,
+        "suspicious_candidates": suspicious,
         "candidate_speedups": list(speedups),
         "run_id": None,
         "compile_factor": factor,

@@ -30,7 +30,8 @@ class ListPolicy:
 
 
 class FakeEvaluate:
-    """Speedups by evaluation order; raises KeyboardInterrupt at call `interrupt_at` to simulate a kill."""
+    """Speedups by evaluation order (None: incorrect; "suspicious": outputs matched at 50x, beyond the
+    roofline); raises KeyboardInterrupt at call `interrupt_at` to simulate a kill."""
 
     def __init__(self, speedups, interrupt_at=None):
         self.speedups = list(speedups)
@@ -45,6 +46,18 @@ class FakeEvaluate:
         s = self.speedups[(len(self.calls) - 1) % len(self.speedups)]
         if s is None:
             return EvalResult("incorrect", False, error="output differs", details={})
+        if s == "suspicious":  # outputs matched, 50x: faster than the roofline even after re-measuring
+            why = "0.02 ms beats the cpu roofline bound of 0.1 ms (memory-bound) by more than the 10% margin"
+            return EvalResult(
+                "suspicious",
+                False,
+                speedup=50.0,
+                reference_ms=1.0,
+                kernel_ms=0.02,
+                roofline_fraction=5.0,
+                error=f"{why}: a timing error or a cheat, not a result",
+                details={"bound": "memory", "timing": {}, "suspicious": why, "outputs_matched": True},
+            )
         return EvalResult(
             "ok",
             True,

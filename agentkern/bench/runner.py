@@ -21,7 +21,9 @@ from agentkern.errors import UserError
 from agentkern.helpers import one_line
 from agentkern.types import RunResult
 
-ROW_STATUSES = ("ok", "failed", "unsupported", "timeout", "error")
+# "suspicious": no correct candidate, and at least one whose outputs matched but whose time beat the roofline
+# (harness/roofline_check.py): named apart from "failed", and never counted as solved or fast by the metrics.
+ROW_STATUSES = ("ok", "failed", "suspicious", "unsupported", "timeout", "error")
 
 
 @dataclass
@@ -55,6 +57,7 @@ def empty_row(ref: ProblemRef) -> dict:
         "kernel_path": None,
         "candidates": 0,
         "correct_candidates": 0,
+        "suspicious_candidates": 0,
         "candidate_speedups": [],
         "run_id": None,
         "predicted": False,
@@ -131,6 +134,7 @@ def _fill(row: dict, result: RunResult) -> None:
         candidates=len(candidates),
         size=result.get("size"),
         correct_candidates=sum(1 for c in candidates if c["correct"]),
+        suspicious_candidates=sum(1 for c in candidates if c["status"] == "suspicious"),
         candidate_speedups=[c["speedup"] if c["correct"] else None for c in candidates],
         stopped_because=result.get("stopped_because"),
     )
@@ -150,6 +154,16 @@ def _fill(row: dict, result: RunResult) -> None:
             # The built-in model recognised the problem but its templates cannot render it (e.g. a residual rmsnorm):
             # it never got to attempt a kernel, as with a problem it does not recognise.
             row.update(status="unsupported", reason=one_line(f"the built-in model cannot write it: {errors[-1]}"))
+            return
+        suspicious = [c for c in candidates if c["status"] == "suspicious"]
+        if suspicious:
+            row.update(
+                status="suspicious",
+                reason=one_line(
+                    f"no correct candidate among {len(candidates)}; {len(suspicious)} beat the roofline: "
+                    f"{suspicious[-1].get('error')}"
+                ),
+            )
             return
         row.update(
             status="failed",

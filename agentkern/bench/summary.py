@@ -2,8 +2,8 @@
 
 {"suite", "target", "options", "metrics": {fast_0, fast_1, fast_1_5, fast_2, pass_at_k, speedup_at_k,
  geomean_speedup, k, baseline, problems, solved}, "predicted", "problems": [{name, status, reason,
- speedup_eager, speedup_compile, roofline_fraction, kernel_path, candidates, correct_candidates, run_id,
- ...}]}
+ speedup_eager, speedup_compile, roofline_fraction, kernel_path, candidates, correct_candidates,
+ suspicious_candidates, run_id, ...}]}
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ ROW_KEYS = (
     "kernel_path",
     "candidates",
     "correct_candidates",
+    "suspicious_candidates",
     "run_id",
 )
 
@@ -73,6 +74,11 @@ def progress_line(i: int, total: int, row: dict) -> str:
     return head + f" ({row['candidates']} candidates, {row.get('wall_s') or 0:.0f} s)"
 
 
+def _suspicious(row: dict) -> str:
+    n = row.get("suspicious_candidates") or 0
+    return f" ({n} suspicious)" if n else ""
+
+
 def markdown(report: dict) -> str:
     m = report["metrics"]
     lines = [
@@ -89,7 +95,7 @@ def markdown(report: dict) -> str:
         lines.append(
             f"| {_cell(r['name'])} | {r['status']} | {_x(r['speedup_eager'])}{star if r['speedup_eager'] else ''} | "
             f"{_x(r['speedup_compile'])} | {_pct(r['roofline_fraction'])} | "
-            f"{r['correct_candidates']} / {r['candidates']} | {_cell(what)} |"
+            f"{r['correct_candidates']} / {r['candidates']}{_suspicious(r)} | {_cell(what)} |"
         )
     k = m["k"]
     lines += [

@@ -3,7 +3,8 @@
 Several evaluations may run at once (`--workers N`, a Ray node running several tasks). Each device has a
 readers-writer lock made of flock()s on files in a lock folder:
 - `timing_lock(device)`, exclusive: held while a candidate is timed, by the torch.compile baseline while it
-  is checked and timed, and by the counters' run. Nothing else runs on the device meanwhile: not another
+  is checked and timed, and by the counters' run; `timing_lock_within(device, seconds)`, the same with a
+  bounded wait, while agentkern measures the host's bandwidths and peak (targets/host.py). Nothing else runs on the device meanwhile: not another
   measurement, not a correctness check, not a build.
 - `checking(device)`, shared: held while a candidate's correctness trials run. Checks overlap one another
   and builds (a check's verdict does not depend on its speed), never a measurement.
@@ -29,6 +30,7 @@ import contextlib
 import fcntl
 import os
 import re
+import time
 from pathlib import Path
 
 
@@ -70,6 +72,38 @@ def timing_lock(device):
     """The device to this process alone for the block (blocks until every other holder has left)."""
     with _through_gate(device, fcntl.LOCK_EX):
         yield
+
+
+@contextlib.contextmanager
+def timing_lock_within(device, seconds: float, poll_s: float = 0.05):
+    """timing_lock, waiting at most `seconds` (a cap for agentkern's own measurements, never a candidate's):
+    yields True with the device held, or False, holding nothing, when it could not be had in time."""
+    deadline = time.monotonic() + max(seconds, 0.0)
+    gate, device_fd = _open(device, "gate"), _open(device, "device")
+    try:
+        held = _flock_by(gate, fcntl.LOCK_EX, deadline, poll_s) and _flock_by(
+            device_fd, fcntl.LOCK_EX, deadline, poll_s
+        )
+        os.close(gate)
+        gate = None
+        yield held
+    finally:
+        if gate is not None:
+            os.close(gate)
+        os.close(device_fd)
+
+
+def _flock_by(fd: int, mode: int, deadline: float, poll_s: float) -> bool:
+    """flock(fd, mode), retried until `deadline` (time.monotonic()): whether it was taken."""
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(poll_s, left))
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agentkern import backends
 from agentkern import targets as T
-from agentkern.harness import jobs
+from agentkern.harness import jobs, roofline_check
 from agentkern.harness.rejections import Rejected
 from agentkern.harness.sandbox import WarmPool
 from agentkern.harness.static_checks import check_source, detect_backend
@@ -115,26 +115,10 @@ def _finish(job: jobs.Job, base: dict, tgt: Target, device: str, keep_workdir: b
     return result
 
 
-def _add_roofline(result: EvalResult, target: Target, device: str) -> None:
-    work = result.details.get("work")
-    if not work:
-        return
-    bound_ms = T.roofline_ms(target, work["flops"], work["bytes"], work["dtype"])
-    result.details["roofline_bound_ms"] = bound_ms
-    result.details["bound"] = _bound_kind(target, work)
-    if result.kernel_ms and bound_ms > 0:
-        result.roofline_fraction = bound_ms / result.kernel_ms
-        if result.kernel_ms < bound_ms:
-            # Faster than the hardware allows: a measurement or a cheat, never a result to celebrate.
-            result.details["suspicious"] = (
-                f"{result.kernel_ms:.4g} ms beats the {target.name} roofline bound of {bound_ms:.4g} ms"
-            )
-
-
-def _bound_kind(target: Target, work: dict) -> str:
-    compute_ms = T.roofline_ms(target, work["flops"], 0.0, work["dtype"])
-    memory_ms = T.roofline_ms(target, 0.0, work["bytes"], work["dtype"])
-    return "compute" if compute_ms >= memory_ms else "memory"
+def _add_roofline(result: EvalResult, target: Target, device: str, remeasure=None) -> None:
+    """The roofline bound on the verdict; a kernel beyond it, once the host is measured again, is `suspicious`
+    (harness/roofline_check.py)."""
+    roofline_check.add_roofline(result, target, remeasure)
 
 
 def hardware_counters(

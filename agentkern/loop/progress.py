@@ -82,7 +82,7 @@ class LiveProgress:
                 r["status"],
                 _speed(r),
                 "" if r.get("roofline_fraction") is None else f"{r['roofline_fraction']:.0%}",
-                style="bold green" if best is r else "",
+                style="bold green" if best is r else "magenta" if r["status"] == "suspicious" else "",
             )
         status = f"best {_speed(best)} ({best['id']})" if best else "no correct candidate yet"
         usage = f"  tokens {self.tokens}  ${self.cost:.4f}" if self.tokens else ""

@@ -17,12 +17,14 @@ from agentkern.targets.catalog import (
     list_targets,
     target_summary_rows,
 )
-from agentkern.targets.host import cpu_cache_bandwidth_gbs, cpu_target, local_gpu_name
-from agentkern.targets.roofline import peak_tflops, roofline_ms
+from agentkern.targets.host import cpu_cache_bandwidth_gbs, cpu_target, local_gpu_name, remeasure_host
+from agentkern.targets.roofline import ROOFLINE_MARGIN, beyond_roofline, peak_tflops, roofline_ms
 
 __all__ = [
     "GPU_NAMES",
+    "ROOFLINE_MARGIN",
     "TARGET_NAMES",
+    "beyond_roofline",
     "cpu_cache_bandwidth_gbs",
     "cpu_target",
     "get_target",
@@ -30,6 +32,7 @@ __all__ = [
     "list_targets",
     "local_gpu_name",
     "peak_tflops",
+    "remeasure_host",
     "roofline_ms",
     "target_summary_rows",
 ]

@@ -2,13 +2,22 @@
 
 Every figure errs on the fast side, so a legitimate kernel must never beat its bound: a float32 GEMM may use
 TF32 tensor cores, a dtype without its own units is bounded by the fastest unit, and on a CPU data that fits in
-the caches is served at the in-cache bandwidth.
+the caches is served at the in-cache bandwidth. Measured figures still carry noise, so a kernel is beyond the
+roofline only when it beats the bound by more than ROOFLINE_MARGIN (`beyond_roofline`).
 """
 
 from __future__ import annotations
 
 from agentkern.targets import host
 from agentkern.types import DTYPE_SHORT, Target
+
+# A kernel is beyond the roofline only when faster than bound * (1 - ROOFLINE_MARGIN): the one definition.
+ROOFLINE_MARGIN = 0.10
+
+
+def beyond_roofline(kernel_ms: float | None, bound_ms: float | None, margin: float = ROOFLINE_MARGIN) -> bool:
+    """Whether a kernel time beats the roofline bound by more than the margin (faster than the hardware allows)."""
+    return bool(kernel_ms) and bool(bound_ms) and kernel_ms < bound_ms * (1.0 - margin)
 
 
 def peak_tflops(target: Target, dtype: str) -> float:

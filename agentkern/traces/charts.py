@@ -17,6 +17,7 @@ STATUS_COLOURS = {
     "rejected": "#37474f",
     "no_code": "#9e9e9e",
     "unverified": "#0277bd",
+    "suspicious": "#f9a825",
     "infeasible": "#5d4037",
 }
 OTHER_COLOUR = "#546e7a"

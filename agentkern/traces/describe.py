@@ -105,6 +105,8 @@ def timing_lines(candidate: StoredCandidate) -> list[str]:
             f"roofline bound {timing['roofline_bound_ms']:.4g} ms ({timing.get('bound', '?')}-bound)"
             + (f", {fraction:.1%} of it reached" if fraction else "")
         )
+    if timing.get("roofline_check"):
+        lines.append(f"roofline check: {remeasure_line(timing['roofline_check'])}")
     phases = timing.get("phases") or {}
     if phases:
         lines.append("phases: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f} s" for k, v in phases.items()))
@@ -125,3 +127,21 @@ def counters_lines(counters: dict) -> list[str]:
     if counters.get("note"):
         lines.append(f"note: {counters['note']}")
     return lines
+
+
+def remeasure_line(check: dict) -> str:
+    """What the roofline check did (details.roofline_check, harness/roofline_check.py), in one line."""
+    again = check.get("remeasured") or {}
+    head = (
+        f"kernel {check.get('kernel_ms', 0):.4g} ms, bound {check.get('first_bound_ms', 0):.4g} ms"
+        f" -> {check.get('bound_ms', 0):.4g} ms, margin {check.get('margin', 0):.0%}"
+    )
+    if "after" in again:
+        before, now = again.get("before") or {}, again["after"]
+        figures = ", ".join(
+            f"{label} {before.get(key, '?')} -> {now[key]}"
+            for key, label in (("dram_gbs", "DRAM GB/s"), ("cache_gbs", "cache GB/s"), ("matmul_tflops", "TFLOP/s"))
+            if key in now
+        )
+        return f"{head}; host measured again: {figures}; {check.get('outcome', '')}"
+    return f"{head}; host not measured again: {again.get('skipped', '?')}; {check.get('outcome', '')}"

@@ -19,11 +19,12 @@ CORRECTNESS_KEYS = (
     "candidate_ops",
     "rejected_because",
     "suspicious",
+    "outputs_matched",
     "size",
     "threads",
     "device",
 )
-TIMING_KEYS = ("timing", "phases", "roofline_bound_ms", "bound", "work", "wall_s", "warm_worker")
+TIMING_KEYS = ("timing", "phases", "roofline_bound_ms", "bound", "roofline_check", "work", "wall_s", "warm_worker")
 # Where the build's and the worker's output end up, in the order a reader wants them.
 LOG_KEYS = (("nvcc_log", "nvcc"), ("traceback", "traceback"), ("log_tail", "worker output"))
 

@@ -2,7 +2,9 @@
 from a real machine, ready for an RL or fine-tuning trainer.
 
 The reward follows online RL with rewards measured on hardware: a correct kernel earns its speedup over the
-reference, a failure (no code, build error, wrong answer, timeout, rejected) earns FAILURE_REWARD. A planner
+reference, a failure (no code, build error, wrong answer, timeout, rejected) earns FAILURE_REWARD, and a
+`suspicious` kernel (outputs matched, but faster than the roofline allows) earns SUSPICIOUS_REWARD: no reward
+for a time that cannot be believed, no penalty for what may be a measurement's fault. A planner
 call earns the best reward of the candidates written from its plan. Runs of the built-in policy make no model
 calls: each of their candidates becomes a record whose prompt is built from the problem and the planner's step.
 """
@@ -18,16 +20,19 @@ from agentkern.types import StoredCandidate
 
 FAILURE_REWARD = -1.0
 UNTIMED_REWARD = 0.0  # correct, but no speedup could be measured or predicted here
+SUSPICIOUS_REWARD = 0.0  # outputs matched, but its time beats the roofline bound (harness/roofline_check.py)
 
 
 def reward(candidate: StoredCandidate | None) -> tuple[float, str]:
-    """(reward, what it is): measured_speedup | predicted_speedup | correct_untimed | failure."""
+    """(reward, what it is): measured_speedup | predicted_speedup | correct_untimed | suspicious | failure."""
     if candidate is not None and candidate["correct"]:
         if candidate.get("speedup") is not None:
             return float(candidate["speedup"]), "predicted_speedup" if candidate.get(
                 "predicted"
             ) else "measured_speedup"
         return UNTIMED_REWARD, "correct_untimed"
+    if candidate is not None and candidate.get("status") == "suspicious":
+        return SUSPICIOUS_REWARD, "suspicious"
     return FAILURE_REWARD, "failure"
 
 

@@ -230,3 +230,24 @@ def test_a_deeply_nested_problem_is_one_line_and_exit_2(tmp_path, honest_solutio
     problem = tmp_path / "deep_problem.py"
     problem.write_text((ROOT / "kernels_dataset/problems/softmax.py").read_text() + DEEP_EXPRESSION)
     _one_line_exit_2(run_cli("eval", str(problem), str(honest_solution), "--target", "cpu"), "too deeply nested")
+
+
+def test_figures_cached_while_the_host_was_busy_do_not_reject_an_honest_kernel(tmp_path, honest_solution, monkeypatch):
+    """The field bug: a bandwidth measured once while the machine was busy, cached, made an honest kernel beat
+    the roofline. Now the host is measured again before a verdict says so, and the cache keeps the faster."""
+    from agentkern.targets import host
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("AGENTKERN_HOME", str(home))
+    cache = host._cache_path(host._cpu_facts())
+    slow = {"dram_gbs": 0.001, "cache_gbs": 0.001, "matmul_tflops": 1e-6, "trials": 12, "cache_copy_kib": 64}
+    cache.write_text(json.dumps(slow))
+    proc = run_cli("eval", "softmax", str(honest_solution), "--target", "cpu", "--json", AGENTKERN_HOME=str(home))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "ok" and result["correct"] is True, result["error"]
+    check = result["details"]["roofline_check"]
+    assert check["remeasured"]["before"]["dram_gbs"] == 0.001 and check["remeasured"]["after"]["dram_gbs"] > 0.001
+    assert check["bound_ms"] < check["first_bound_ms"] and result["kernel_ms"] >= check["limit_ms"]
+    assert check["outcome"].startswith("within the bound")
+    assert json.loads(cache.read_text())["dram_gbs"] == check["remeasured"]["after"]["dram_gbs"] > 0.001

@@ -193,3 +193,44 @@ def test_the_size_default_follows_the_target_and_an_absent_gpu_gets_cpu_sizes():
     assert size == "cpu" and "Triton interpreter" in note
     assert sizes.choose("gpu", h100, False, ["cpu", "gpu"]) == ("gpu", None)  # asked for: honoured
     assert sizes.choose(None, cpu, True, None) == (None, None)  # no SIZES: used as written
+
+
+def test_a_suspicious_candidate_counts_as_neither_correct_nor_fast(monkeypatch):
+    """A kernel faster than the roofline (harness/roofline_check.py) is shown in the row, named apart from
+    `failed`, and no metric counts its speedup."""
+    from agentkern.bench import runner
+    from agentkern.loop import run as loop_run
+
+    def cand(status, speedup):
+        return {"status": status, "correct": status == "ok", "speedup": speedup, "error": f"{status}: why"}
+
+    class Store:
+        def __init__(self, candidates):
+            self.rows = candidates
+
+        def candidates(self, run_id):
+            return self.rows
+
+        def close(self):
+            pass
+
+    def fill(candidates, best=None):
+        monkeypatch.setattr(loop_run, "open_store", lambda: Store(candidates))
+        r = runner.empty_row(type("Ref", (), {"name": "p", "path": "p.py"})())
+        runner._fill(r, {"run_id": "x", "best": best, "stopped_because": "done"})
+        return r
+
+    only = fill([cand("incorrect", None), cand("suspicious", 50.0)])
+    assert only["status"] == "suspicious" and only["suspicious_candidates"] == 1
+    assert "1 beat the roofline" in only["reason"] and only["candidate_speedups"] == [None, None]
+    best = {"speedup": 1.2, "path": "k.py", "roofline_fraction": 0.5, "predicted": False}
+    mixed = fill([cand("suspicious", 50.0), cand("ok", 1.2)], best=best)
+    assert mixed["status"] == "ok" and mixed["speedup_eager"] == 1.2 and mixed["candidate_speedups"] == [None, 1.2]
+
+    m = M.suite_metrics([only, mixed], k=1)
+    assert m["fast_0"] == 0.5 and m["fast_2"] == 0.0 and m["solved"] == 1
+    assert m["speedup_at_k"] == 0.0  # the first candidate of each: neither correct
+    assert m["pass_at_k"] == pytest.approx((0 + 0.5) / 2)  # c = 0 of 2, and 1 of 2: the suspicious one is not
+    assert M.suite_metrics([only, mixed], k=2)["speedup_at_k"] == pytest.approx(0.6)
+    text = markdown(build_report("mine", "cpu", BenchOptions(target="cpu"), [only, mixed]))
+    assert "| p | suspicious |" in text and "0 / 2 (1 suspicious)" in text and "1 / 2 (1 suspicious)" in text

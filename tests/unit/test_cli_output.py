@@ -6,6 +6,7 @@ from rich.console import Console
 
 from agentkern import cli
 from agentkern.loop.progress import LiveProgress
+from agentkern.types import EvalResult
 
 # Two strategies that differ only past the 60th character, where the live view used to cut them.
 PREFIX = "softmax:algorithm=online_exp2/block_vecs=4,prefetch=0,schedule=static,unroll=2,"
@@ -76,3 +77,57 @@ def test_noisy_timing_of_the_best_is_shown(capsys, monkeypatch):
     monkeypatch.setattr(cli, "best_timing_noise", lambda result: "noisy timing: the kernel's mean is 8.0x")
     cli.print_optimize_result(result(1.42))
     assert "noisy timing" in capsys.readouterr().out
+
+
+def suspicious_verdict():
+    """A verdict as harness/roofline_check.py leaves it: faster than the roofline after re-measuring."""
+    from agentkern.harness.evaluate import _add_roofline
+    from agentkern.targets import get_target
+
+    stats = {"p10_ms": 0.1, "p90_ms": 0.1, "median_ms": 0.1, "calls": 50}
+    result = EvalResult(
+        "ok",
+        True,
+        speedup=10.0,
+        reference_ms=1.0,
+        kernel_ms=0.01,
+        details={
+            "backend": "cpp",
+            "target": "h100",
+            "device": "cuda",
+            "trials": 5,
+            "seeds": [1, 2, 3, 4, 5],
+            "max_abs_diff": 0.0,
+            "work": {"flops": 0.0, "bytes": 1e9, "dtype": "float32"},
+            "timing": {"reference": stats, "kernel": stats, "mode": "offline"},
+        },
+    )
+    _add_roofline(result, get_target("h100"), "cuda")
+    return result
+
+
+def test_eval_names_a_suspicious_verdict_and_what_the_check_did():
+    from agentkern.verdict_view import print_eval
+
+    result = suspicious_verdict()
+    assert result.status == "suspicious"
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    print_eval(console, result)
+    out = console.file.getvalue()
+    assert out.startswith("suspicious  cpp kernel on h100")
+    assert "beats the h100 roofline bound" in out and "10% margin" in out
+    assert "correct over 5 trials" in out  # its outputs did match: said, not hidden
+    assert "roofline check: kernel 0.01 ms" in out and "published figures" in out
+
+
+def test_optimize_progress_shows_a_suspicious_candidate_by_its_status():
+    from agentkern.loop.progress import _describe
+
+    record = {**candidate("002-0", FAST, 50.0), "status": "suspicious", "correct": False}
+    record["error"] = "0.02 ms beats the cpu roofline bound"
+    line = _describe("profiler", {"candidate": record})
+    assert "002-0" in line and ": suspicious 50.00x" in line and "beats the cpu roofline bound" in line
+    progress = LiveProgress("agentkern optimize softmax", max_iters=5, clock=lambda: 0.0)
+    progress("profiler", {"iteration": 2, "candidate": record})
+    shown = rendered(progress, 200)
+    assert "suspicious" in shown and "no correct candidate yet" in shown  # never the best

@@ -27,3 +27,30 @@ def test_a_measurement_waits_for_builds_and_checks_and_they_wait_for_a_measureme
         with shared("cpu"):
             assert can(fcntl.LOCK_SH) and not can(fcntl.LOCK_EX)
     assert can(fcntl.LOCK_EX)
+
+
+def test_a_bounded_wait_for_the_timing_lock_gives_up_and_holds_nothing():
+    """timing_lock_within: agentkern's own host measurement waits at most so long for the device."""
+    import fcntl
+    import time
+
+    from agentkern.harness.device_lock import lock_dir, timing_lock, timing_lock_within
+
+    def can_take() -> bool:
+        fd = os.open(lock_dir() / "device-cpu.lock", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    with timing_lock("cpu"):
+        start = time.monotonic()
+        with timing_lock_within("cpu", 0.3) as held:
+            assert held is False
+        assert 0.3 <= time.monotonic() - start < 5
+    with timing_lock_within("cpu", 0.3) as held:
+        assert held is True and not can_take()
+    assert can_take()

@@ -87,3 +87,28 @@ def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path):
         for agent in ("planner", "coder", "critic"):
             assert (it, agent, "") in agents
     assert store.run(run_id)["status"] == "finished"
+
+
+def test_a_suspicious_candidate_is_recorded_as_such_and_never_the_best(tmp_path):
+    """harness/roofline_check.py: outputs matched but faster than the roofline. Not folded into incorrect,
+    never the best, however large its speedup."""
+    events = []
+    options = OptimizeOptions(problem="relu", target="cpu", beam=1, max_iters=3, patience=5)
+    result = optimize.run(
+        options,
+        policy=ListPolicy(),
+        evaluate=FakeEvaluate([1.2, "suspicious", 1.1]),
+        checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
+        on_event=lambda kind, data: events.append((kind, data)),
+    )
+    assert result["best"]["speedup"] == 1.2 and result["best"]["candidate"] == "001-0"
+    assert result["correct_candidates"] == 2 and result["speedup_history"] == [1.2, 1.2, 1.2]
+    store = optimize.open_store()
+    try:
+        stored = {c["candidate_id"]: c for c in store.candidates(result["run_id"])}
+    finally:
+        store.close()
+    assert stored["002-0"]["status"] == "suspicious" and not stored["002-0"]["correct"]
+    assert "beats the cpu roofline" in stored["002-0"]["error"]
+    [profiled] = [d["candidate"] for kind, d in events if kind == "profiler" and d["candidate"]["id"] == "002-0"]
+    assert profiled["status"] == "suspicious" and profiled["verdict"]["suspicious"]
