@@ -141,6 +141,7 @@ def test_attack_is_defeated(path, tmp_path, monkeypatch):
     failures = []
     try:
         result, broken, wall = _run_agentkern(problem, path, dict(os.environ))
+        print(f"{path.name}: {result or broken} ({wall:.1f} s)")  # shown with -rA: what each attack got
         # agentkern itself must survive every attack and come back with a verdict.
         if result is None:
             failures.append(broken)
