@@ -140,7 +140,9 @@ def test_attack_is_defeated(path, tmp_path, monkeypatch):
     monkeypatch.delenv("AGENTKERN_LOCK_DIR", raising=False)
     failures = []
     try:
-        result, broken, wall = _run_agentkern(problem, path, dict(os.environ))
+        # The worker imports agentkern too: from this checkout, not whatever the venv has installed.
+        pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        result, broken, wall = _run_agentkern(problem, path, {**os.environ, "PYTHONPATH": pythonpath})
         print(f"{path.name}: {result or broken} ({wall:.1f} s)")  # shown with -rA: what each attack got
         # agentkern itself must survive every attack and come back with a verdict.
         if result is None:
