@@ -15,6 +15,7 @@ import time
 import torch
 
 from agentkern.harness import correctness as C
+from agentkern.harness import inputs as trial_inputs
 from agentkern.harness.fallback import OpRecorder, check_fallback
 from agentkern.harness.guards import AuditGuard, RuntimeSnapshot, ThreadWatch
 from agentkern.harness.rejections import Rejected
@@ -115,20 +116,21 @@ class EvalSession:
         history: list[tuple[list, list, list]] = []  # (expected, outputs, snapshot of outputs) per trial
         first_inputs = None
         max_diff = 0.0
+        labels = self.details["trial_inputs"] = []
         for trial, seed in enumerate(seeds):
-            cand_args = self._trial_inputs(trial, seed, first_inputs)
+            cand_args, transform, label = self._trial_inputs(trial, seed, first_inputs)
             first_inputs = first_inputs or cand_args
-            pristine = self._clone(cand_args)
             # The reference goes last before the candidate, so the blocks it frees (poisoned) are the
             # ones an allocator hands the candidate next.
-            expected = self._reference_answer(cand_args, ref_recorder)
+            cand_args, pristine, expected, fallback = self._expected(trial, seed, cand_args, transform, ref_recorder)
+            labels.append(fallback or label)
             outputs = self._call_candidate(cand_args, cand_recorder, first_calls=trial < 2)
             taken = C.snapshot(outputs)
             self._check_protocol(outputs, cand_args, pristine)
             cmp = C.compare(taken, expected, self._tolerance)
             if not cmp.ok:
                 self._explain_mismatch(taken, [h[0] for h in history])
-                self.details["failed_trial"] = {"trial": trial, "seed": seed}
+                self.details["failed_trial"] = {"trial": trial, "seed": seed, "inputs": labels[-1]}
                 return {"status": "incorrect", "correct": False, "error": cmp.reason}
             max_diff = max(max_diff, cmp.max_abs_diff or 0.0)
             history.append((expected, outputs, taken))
@@ -140,30 +142,36 @@ class EvalSession:
         self.details["trials"] = len(seeds)
         return {"status": "ok", "correct": True, "error": None}
 
-    def _trial_inputs(self, trial: int, seed: int, first: list | None) -> list:
-        """Fresh inputs per trial, except that trials 1-3 reuse trial 0's buffers to expose caches:
-        trials 1 and 3 swap two pairs of random elements (a cache keyed on pointer, shape or a sample of
-        the input, even one that spot-checks a few outputs, returns the old answer: two probes, so a
-        spot check that happens to see a swapped element once is still caught), and trial 2 refills the
-        buffers completely."""
+    def _trial_inputs(self, trial: int, seed: int, first: list | None) -> tuple[list, str | None, str]:
+        """(inputs, transform, label) for a trial: a fresh draw, trial 0's buffers refilled or perturbed
+        (trials 1-3), or a transformed fresh draw (trials 4 on); see inputs.py."""
         fresh = self._inputs(seed)
-        if first is None or trial not in (1, 2, 3):
-            return fresh
         gen = torch.Generator().manual_seed(seed)
-        for dst, src in zip(first, fresh):
-            if not isinstance(dst, torch.Tensor):
-                continue
-            # Written through .data: same pointer, same shape and the same version counter, so nothing
-            # but the contents tells the candidate its input changed.
-            if trial == 2:
-                dst.data.copy_(src)
-            elif dst.is_contiguous() and dst.numel() >= 4:
-                flat = dst.data.view(-1)
-                k = 2
-                idx = torch.randperm(flat.numel(), generator=gen)[: 2 * k].to(flat.device)
-                left, right = idx[:k], idx[k:]
-                flat[left], flat[right] = flat[right].clone(), flat[left].clone()
-        return first
+        if first is not None and trial in trial_inputs.REUSE:
+            return trial_inputs.reuse_buffers(trial, first, fresh, gen), None, trial_inputs.label(trial)
+        name = trial_inputs.transform_for(trial)
+        if name is None:
+            return fresh, None, trial_inputs.label(trial)
+        transformed, notes = trial_inputs.apply(name, fresh, gen)
+        if not any(a is not b for a, b in zip(transformed, fresh)):
+            return fresh, None, trial_inputs.label(trial, notes=[f"{name} skipped: no input to transform", *notes])
+        return transformed, name, trial_inputs.label(trial, name, notes)
+
+    def _expected(self, trial: int, seed: int, args: list, transform: str | None, recorder: OpRecorder):
+        """(args, a pristine copy of them, the reference's answer, a label if the trial fell back). Where the
+        reference refuses a transformed input (a probability scaled past 1, a domain error), the trial falls
+        back to the plain draw: the reference defines the domain. The copy is taken before the reference
+        runs, so nothing is allocated between its poisoned frees and the candidate's call."""
+        pristine = self._clone(args)
+        try:
+            return args, pristine, self._reference_answer(args, recorder), None
+        except Exception as exc:  # noqa: BLE001 - the reference is trusted; any refusal means "out of domain"
+            if transform is None:
+                raise
+            args = self._inputs(seed)
+            pristine = self._clone(args)
+            note = f"{transform} skipped: the reference raised {type(exc).__name__}"
+            return args, pristine, self._reference_answer(args, recorder), trial_inputs.label(trial, notes=[note])
 
     def _reference_answer(self, args: list, recorder: OpRecorder) -> list:
         """Run the reference on its own copy; keep a copy of its output, poison the original and free it."""
