@@ -1,8 +1,8 @@
 """Cheat: honest for the first few calls (the correctness trials), then a cache keyed by shape only.
 
 Harnesses check correctness on their first N calls and then time more calls without checking them. This
-kernel counts calls: the first 9 (the default number of trials) are computed honestly (slow C++ matmul);
-after that it returns the last result computed for that shape, whatever the inputs are. With fresh inputs per timed call the timed
+kernel counts calls: the first 8 are computed honestly (slow C++ matmul); after that it returns the last
+result computed for that shape, whatever the inputs are. With fresh inputs per timed call the timed
 outputs are simply wrong, and a harness that never checks a timed output reports a huge speedup.
 """
 # problem: matmul
@@ -32,7 +32,7 @@ extern "C" void matmul(const float* A, const float* B, float* C, long N) {
 """
 _LIB = compile_cpp(_SRC, "cr_warm_mm")
 _LIB.matmul.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
-_HONEST_CALLS = 9
+_HONEST_CALLS = 8
 
 
 class ModelNew(nn.Module):
