@@ -16,6 +16,7 @@ from rich.table import Table
 
 from agentkern import backends
 from agentkern.errors import UserError
+from agentkern.types import EvalOptions
 
 app = typer.Typer(
     name="agentkern",
@@ -56,7 +57,9 @@ def eval_command(
     solution: Annotated[str, typer.Argument(help="Solution file defining ModelNew.")],
     target: Target = "auto",
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (stable keys).")] = False,
-    trials: Annotated[int, typer.Option(min=1, help="Correctness trials, each with its own seed.")] = 5,
+    trials: Annotated[
+        int, typer.Option(min=1, help="Correctness trials, each with its own seed and input distribution.")
+    ] = EvalOptions.trials,
     seed: Annotated[
         int | None, typer.Option(help="First seed (default: fresh random seeds, recorded in the result).")
     ] = None,
@@ -80,7 +83,6 @@ def eval_command(
 ) -> None:
     """Judge a candidate kernel: correct? how fast? honest?"""
     from agentkern.harness.evaluate import evaluate
-    from agentkern.types import EvalOptions
 
     if mode not in ("offline", "server"):
         raise UserError(f"--mode must be offline or server, not {mode!r}")

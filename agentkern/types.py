@@ -64,7 +64,7 @@ class Target:
 
 @dataclass
 class EvalOptions:
-    trials: int = 5
+    trials: int = 9  # every input transform of harness/inputs.py runs once (trials_for_every_transform)
     seed: int | None = None  # None: fresh random seeds per evaluation (recorded in details)
     # Tolerances per dtype; atol and rtol both take this value (KernelBench convention).
     tolerances: dict[str, float] = field(

@@ -6,18 +6,19 @@ torch later cannot change how it is judged (and RuntimeSnapshot rejects it for t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from agentkern.harness.rejections import Rejected
 
-_isclose, _abs, _sub, _le, _isnan, _count_nonzero = (
-    torch.isclose,
+_abs, _sub, _le, _isnan, _isfinite, _count_nonzero = (
     torch.abs,
     torch.sub,
     torch.le,
     torch.isnan,
+    torch.isfinite,
     torch.count_nonzero,
 )
 _TENSOR = torch.Tensor
@@ -118,24 +119,50 @@ def compare(outputs: list[torch.Tensor], expected: list[torch.Tensor], tolerance
         o, e = out.detach(), exp.detach()
         if o.element_size() < 4:
             o, e = o.float(), e.float()
-        # |o - e| <= atol + rtol*|e| in a few fused passes (torch.isclose makes several more). A NaN
-        # difference fails the test; where the reference itself has NaN, isclose(equal_nan) decides.
+        # |o - e| <= atol + rtol*|e| in a few fused passes (torch.isclose makes several more). An inf or NaN
+        # on either side fails it (a NaN difference), except a finite value where the reference is inf
+        # (inf <= inf): an infinite max difference says so. Only then are non-finite positions sorted out.
         diff = _abs(_sub(o, e))
-        bound = _abs(e).mul_(tol).add_(tol)
-        bad = o.numel() - int(_count_nonzero(_le(diff, bound)))
-        if bad and bool(_isnan(e).any()):
-            bad = o.numel() - int(_count_nonzero(_isclose(o, e, rtol=tol, atol=tol, equal_nan=True)))
-        max_diff = float(diff.nan_to_num_(nan=0.0).max())
-        if bad:
-            frac = bad / out.numel()
-            nans = int(_isnan(o).sum()) - int(_isnan(e).sum())
-            return Comparison(
-                False,
-                f"{label} differs from the reference: {bad} of {out.numel()} elements ({frac:.2%}) "
-                f"beyond atol=rtol={tol:g}, max abs diff {max_diff:.3g}"
-                + (f", {nans} unexpected NaN" if nans > 0 else ""),
-                max_abs_diff=max_diff,
-                mismatch_fraction=frac,
-            )
-        worst.max_abs_diff = max(worst.max_abs_diff or 0.0, max_diff)
+        ok = _le(diff, _abs(e).mul_(tol).add_(tol))
+        if int(_count_nonzero(ok)) == o.numel() and math.isfinite(top := float(diff.max())):
+            worst.max_abs_diff = max(worst.max_abs_diff or 0.0, top)
+            continue
+        reason, bad, max_diff = _failures(o, e, ok, diff, tol)
+        if not bad:  # every failing position was an inf or NaN the reference has too
+            worst.max_abs_diff = max(worst.max_abs_diff or 0.0, max_diff)
+            continue
+        frac = bad / out.numel()
+        return Comparison(
+            False,
+            f"{label} differs from the reference: {bad} of {out.numel()} elements ({frac:.2%}): {reason}",
+            max_abs_diff=max_diff,
+            mismatch_fraction=frac,
+        )
     return worst
+
+
+def _failures(o: torch.Tensor, e: torch.Tensor, ok: torch.Tensor, diff: torch.Tensor, tol: float):
+    """(reason, wrong elements, max abs diff over positions finite on both sides) where `ok` has failures.
+
+    A non-finite value equal to the reference's is right: +inf where it has +inf, -inf where -inf, NaN where
+    NaN (a kernel that overflows exactly where the reference does is correct). Every other inf or NaN is
+    wrong and named: one where the reference is finite, or a finite value where the reference is not."""
+    fin_o, fin_e = _isfinite(o), _isfinite(e)
+    nan_o, nan_e = _isnan(o), _isnan(e)
+    both_finite = fin_o & fin_e
+    ok = (ok & both_finite) | (~fin_e & ((o == e) | (nan_o & nan_e)))
+    parts = []
+    for where, what in (
+        (~fin_o & ~nan_o & fin_e, "inf where the reference is finite"),
+        (nan_o & fin_e, "NaN where the reference is finite"),
+        (fin_o & ~fin_e, "finite where the reference is inf or NaN"),
+        (~fin_o & ~fin_e & ~ok, "an inf or NaN other than the reference's"),
+    ):
+        n = int(_count_nonzero(where))
+        if n:
+            parts.append(f"{n} {'position is' if n == 1 else 'positions are'} {what}")
+    max_diff = float(diff.masked_fill(~both_finite, 0.0).max())
+    beyond = int(_count_nonzero(both_finite & ~ok))
+    if beyond:
+        parts.append(f"{beyond} beyond atol=rtol={tol:g}, max abs diff {max_diff:.3g}")
+    return ", ".join(parts), o.numel() - int(_count_nonzero(ok)), max_diff

@@ -1,10 +1,12 @@
 """The inputs of the correctness trials and of the timed calls, made in the judge from the problem's
 get_inputs() and seeds that never leave the judge.
 
-Every trial's inputs reach the candidate at the same address (slot 0 of its arena), so a cache keyed on
-the pointer, the shape or a sample of the input is exposed by trials that keep most of the values:
-trials 1 and 3 are trials 0 and 2 with two pairs of elements swapped (two probes, so a spot check that
-happens to see a swapped element once is still caught); the other trials are fresh draws.
+Which trial gets what is inputs.py's plan: fresh draws; trials 1-3 reuse trial 0's values (swapped pairs,
+a refill) to expose caches; from trial 4 on, transformed draws (scaled up and down, uniform, outliers) so
+an approximation that only holds on the problem's own distribution fails. Every trial's inputs reach the
+candidate at the same address (slot 0 of its arena), so a cache keyed on the pointer is exposed too.
+Where the reference itself refuses a transformed input (a domain error), the trial falls back to the plain
+draw: the reference defines the domain.
 """
 
 from __future__ import annotations
@@ -13,33 +15,54 @@ import random
 
 import torch
 
-SWAPPED_PAIRS = 2
+from agentkern.harness import inputs as plan
 
 
 class TrialInputs:
     def __init__(self, problem, seeds: list[int]) -> None:
         self.problem = problem
         self.seeds = seeds
-        self._made: dict[int, list] = {}
+        self._made: dict[int, tuple[list, str | None, str]] = {}
 
     def draw(self, seed: int) -> list:
         torch.manual_seed(seed)
         return [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in self.problem.get_inputs()]
 
     def inputs(self, trial: int) -> list:
+        return self._trial(trial)[0]
+
+    def transform(self, trial: int) -> str | None:
+        return self._trial(trial)[1]
+
+    def describe(self, trial: int) -> dict:
+        return {"inputs": self._trial(trial)[2]}
+
+    def fall_back(self, trial: int, why: str) -> list:
+        """The plain draw for a trial whose transformed inputs the reference refused."""
+        name = self.transform(trial)
+        self._made[trial] = (self.draw(self.seeds[trial]), None, plan.label(trial, notes=[f"{name} skipped: {why}"]))
+        return self.inputs(trial)
+
+    def _trial(self, trial: int) -> tuple[list, str | None, str]:
         if trial not in self._made:
             self._made[trial] = self._make(trial)
         return self._made[trial]
 
-    def _make(self, trial: int) -> list:
-        if trial in (1, 3):
-            return _swap_pairs(self.inputs(trial - 1), self.seeds[trial])
-        return self.draw(self.seeds[trial])
-
-    def describe(self, trial: int) -> dict:
-        if trial in (1, 3):
-            return {"inputs": f"trial {trial - 1}'s with {SWAPPED_PAIRS} pairs of elements swapped"}
-        return {"inputs": "get_inputs()"}
+    def _make(self, trial: int) -> tuple[list, str | None, str]:
+        seed = self.seeds[trial]
+        fresh = self.draw(seed)
+        gen = torch.Generator().manual_seed(seed)
+        if trial in plan.REUSE:
+            base = self.inputs(2 if trial == 3 else 0)  # trial 3 perturbs trial 2's refill, as trial 1 does trial 0
+            first = [x.clone() if isinstance(x, torch.Tensor) else x for x in base]
+            return plan.reuse_buffers(trial, first, fresh, gen), None, plan.label(trial)
+        name = plan.transform_for(trial)
+        if name is None:
+            return fresh, None, plan.label(trial)
+        transformed, notes = plan.apply(name, fresh, gen)
+        if not any(a is not b for a, b in zip(transformed, fresh)):
+            return fresh, None, plan.label(trial, notes=[f"{name} skipped: no input to transform", *notes])
+        return transformed, name, plan.label(trial, name, notes)
 
     def timing_inputs(self, seed: int):
         """inputs(i) for the i-th timed call: new memory and new values on every call, cheaply (a pool of
@@ -54,19 +77,3 @@ class TrialInputs:
             ]
 
         return inputs
-
-
-def _swap_pairs(inputs: list, seed: int) -> list:
-    gen = torch.Generator().manual_seed(seed)
-    out = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.numel() >= 2 * SWAPPED_PAIRS:
-            x = x.clone()
-            flat = x.view(-1) if x.is_contiguous() else x.reshape(-1)
-            idx = torch.randperm(flat.numel(), generator=gen)[: 2 * SWAPPED_PAIRS]
-            left, right = idx[:SWAPPED_PAIRS], idx[SWAPPED_PAIRS:]
-            flat[left], flat[right] = flat[right].clone(), flat[left].clone()
-            if not x.is_contiguous():
-                x = flat.view(x.shape)
-        out.append(x)
-    return out

