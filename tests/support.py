@@ -59,3 +59,27 @@ def run_main(capsys, *args) -> tuple[int, str, str]:
         sys.argv = saved
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+# An honest C++ ReLU for tests' candidates: a candidate computes with its own kernel (torch ops beyond allocating,
+# viewing and copying are a fallback, rejected). Prepend it to a candidate's source, then call relu_kernel(x).
+RELU_KERNEL = '''
+import ctypes as _ctypes
+
+import torch as _torch
+
+from agentkern.native import compile_cpp as _compile_cpp, ptr as _ptr
+
+_RELU = _compile_cpp(r"""
+extern "C" void relu(const float* x, float* y, long n, float noise) {
+    for (long i = 0; i < n; ++i) y[i] = (x[i] > 0.0f ? x[i] : 0.0f) + noise;
+}
+""")
+
+
+def relu_kernel(x, noise=0.0):
+    x = x.contiguous()
+    y = _torch.empty_like(x)
+    _RELU.relu(_ptr(x), _ptr(y), _ctypes.c_long(x.numel()), _ctypes.c_float(noise))
+    return y
+'''

@@ -56,6 +56,16 @@ def _namespace_args() -> list[str]:
     return ["--unshare-all", "--die-with-parent"]
 
 
+# Where a runner's scratch folder appears inside the sandbox: the same path for every runner, so that what a
+# candidate built (ninja files, Triton's cache) stays valid when its builds are kept for its next evaluation.
+SANDBOX_SCRATCH = Path("/tmp/agentkern-runner")
+
+
+def inside(scratch: Path) -> Path:
+    """`scratch` as the runner sees it."""
+    return SANDBOX_SCRATCH if bwrap_status()[0] else scratch
+
+
 def hidden_folders() -> list[Path]:
     """Folders a runner must not see: the judge's store, locks and the user's home."""
     from agentkern.config import home
@@ -74,7 +84,7 @@ def command(argv: list[str], scratch: Path) -> list[str]:
     for folder in hidden_folders():
         if not any(_contains(folder, needed) for needed in _needed_paths()):
             args += ["--tmpfs", str(folder)]
-    args += ["--tmpfs", "/tmp", "--bind", str(scratch), str(scratch), "--chdir", str(scratch)]
+    args += ["--tmpfs", "/tmp", "--bind", str(scratch), str(SANDBOX_SCRATCH), "--chdir", str(SANDBOX_SCRATCH)]
     return [*args, "--", *argv]
 
 

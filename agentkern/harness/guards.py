@@ -118,17 +118,21 @@ class AuditGuard:
 
     def _hook(self, event: str, args: tuple) -> None:
         code = AUDIT_EVENTS.get(event)
+        if event == "ctypes.dlopen":  # a compute library loaded by name (native_check.py looks at the rest)
+            from agentkern.harness.native_check import COMPUTE_LIBRARIES
+
+            code = "native_fallback" if args and COMPUTE_LIBRARIES.search(str(args[0])) else None
         if not self.active or code is None or getattr(self._local, "busy", False):
             return
         self._local.busy = True  # sys._getframe below raises an audit event of its own
         try:
-            if self._from_candidate(sys._getframe(1)):
+            if self.from_candidate(sys._getframe(1)):
                 what = event if event != "object.__getattr__" else f"reads .{args[1] if len(args) > 1 else '?'}"
                 self.violations.append((code, what))
         finally:
             self._local.busy = False
 
-    def _from_candidate(self, frame) -> bool:
+    def from_candidate(self, frame) -> bool:
         # The first frame outside the standard library decides: the candidate's file, or code it
         # generated with exec/compile ("<string>"), counts; torch's or agentkern's own code does not.
         for _ in range(8):

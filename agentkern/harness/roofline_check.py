@@ -24,15 +24,43 @@ from agentkern.types import EvalResult, Target
 LOCK_WAIT_S = 30.0
 
 
-def add_roofline(result: EvalResult, target: Target, remeasure: Callable[[], dict[str, Any]] | None = None) -> None:
+def add_roofline(
+    result: EvalResult,
+    target: Target,
+    remeasure: Callable[[], dict[str, Any]] | None = None,
+    retime: Callable[[], EvalResult] | None = None,
+) -> None:
     """The bound on `result` (from details.work), and the check of an `ok` result that beats it. `remeasure`:
-    the host re-measurement (default: targets.remeasure_host with LOCK_WAIT_S), replaceable in tests."""
+    the host re-measurement (default: targets.remeasure_host with LOCK_WAIT_S), replaceable in tests; `retime`:
+    the whole evaluation once more, for a kernel still beyond the re-measured bound (None: not re-timed)."""
     work = result.details.get("work")
     if not work:
         return
     bound_ms = _apply_bound(result, target, work)
     if result.status == "ok" and T.beyond_roofline(result.kernel_ms, bound_ms):
         _recheck(result, target, work, bound_ms, remeasure)
+        if result.status == "suspicious" and retime is not None:
+            _retimed(result, target, work, retime)
+
+
+def _retimed(result: EvalResult, target: Target, work: dict, retime: Callable[[], EvalResult]) -> None:
+    """Time the kernel again in a fresh evaluation: a measurement that went wrong once (a stall of the
+    reference, a clock step) does not go wrong the same way twice; a kernel that really beats the bound does."""
+    check = result.details["roofline_check"]
+    again = retime()
+    check["retimed"] = {"status": again.status, "kernel_ms": again.kernel_ms, "reference_ms": again.reference_ms}
+    bound_ms = check["bound_ms"]
+    if again.status != "ok" or T.beyond_roofline(again.kernel_ms, bound_ms):
+        check["outcome"] = "suspicious (timed twice)"
+        result.error = result.error.replace(": a timing error", ", and again when timed a second time: a timing error")
+        return
+    check["outcome"] = "within the bound when the kernel was timed again"
+    result.status, result.correct, result.error = "ok", True, None
+    result.kernel_ms, result.reference_ms, result.speedup = again.kernel_ms, again.reference_ms, again.speedup
+    result.details["timing"] = again.details.get("timing")
+    result.details.pop("suspicious", None)
+    result.details.pop("outputs_matched", None)
+    _apply_bound(result, target, work)
 
 
 def _apply_bound(result: EvalResult, target: Target, work: dict) -> float:

@@ -77,44 +77,52 @@ class Runner:
         return {"loaded": True, "threads": torch.get_num_threads(), "param_bytes": sum(p.nbytes for p in params)}
 
     def block(self, cmd: dict) -> dict:
+        """Call the model once per call, under a dispatch mode on both sides: the candidate's (guarded) is the
+        op allowlist, the reference's records ops and FLOPs in the trials and passes through when timed."""
+        from agentkern.harness import allowlist
+        from agentkern.harness.fallback import OpRecorder
+
         self.kept = []
         self.mapping.ensure(cmd["arena_size"])
-        recorder = None
-        if cmd.get("record"):
-            from agentkern.harness.fallback import OpRecorder
-
-            recorder = OpRecorder()
+        if self.guards is not None:
+            mode = allowlist.AllowlistMode()
+        elif cmd.get("record"):
+            mode = OpRecorder()
+        else:
+            mode = allowlist.PassthroughMode()
         self._begin(watch=bool(cmd.get("watch")))
         try:
-            outputs = self._calls(cmd["calls"], recorder)
+            outputs = self._calls(cmd["calls"], mode)
         finally:
             self._end()
         described = [[self._describe(t) for t in outs] for outs in outputs]
         answer = {"outputs": described}
-        if recorder is not None:
-            answer["ops"] = sorted(recorder.ops)
-            answer["flops"] = float(recorder.flops)
+        if getattr(mode, "refused", None):
+            answer["refused_op"] = mode.refused  # the judge decides when (after its own checks of the trial)
+        if self.guards is not None and self.guards.traps.caught:
+            answer["trapped"] = list(self.guards.traps.caught)
+        if cmd.get("record"):
+            answer["ops"] = sorted(mode.ops)
+            answer["flops"] = float(getattr(mode, "flops", 0.0))
         return answer
 
-    def _calls(self, calls: list, recorder) -> list:
+    def _calls(self, calls: list, mode) -> list:
         import torch
 
         from agentkern.harness.correctness import as_tensor_list
+        from agentkern.harness.rejections import Rejected
 
         outputs = []
-        with torch.no_grad():
+        with torch.no_grad(), mode:
             for call in calls:
                 args = self.mapping.args(call)
                 if self.device.type != "cpu":
                     args = [a.to(self.device) if isinstance(a, torch.Tensor) else a for a in args]
-                if recorder is not None:
-                    with recorder:
-                        out = self.model(*args)
-                else:
-                    out = self.model(*args)
-                outputs.append(as_tensor_list(out, "forward"))
+                outputs.append(as_tensor_list(self.model(*args), "forward"))
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
+            if calls and torch._C._len_torch_dispatch_stack() < 1:
+                raise Rejected("dispatch_guard", "took the op allowlist's dispatch mode off the stack")
         return outputs
 
     def _describe(self, t) -> dict:
@@ -180,9 +188,14 @@ def _is_compile_failure(exc: BaseException) -> bool:
 
 
 def main() -> None:
+    import signal
+
     from agentkern.harness.deaths import die_with_parent
 
     die_with_parent()
+    # Python starts with SIGXFSZ ignored (a write past the file-size limit then fails with EFBIG, which a
+    # candidate can catch and go on): the default kills the runner at the limit, and the judge says why.
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
     import torch  # noqa: F401 - before "ready": the judge never waits for this import inside a phase
 
     import agentkern.harness.correctness  # noqa: F401

@@ -25,9 +25,13 @@ def settle_torch() -> None:
 
 class Guards:
     def __init__(self, candidate_file: str) -> None:
+        from agentkern.harness.allowlist import Traps
+
+        self.audit = AuditGuard(candidate_file)
+        self.traps = Traps(self.audit.from_candidate)
+        self.traps.install()  # before the snapshot: the traps are agentkern's, not a candidate's patch
         settle_torch()
         self.snapshot = RuntimeSnapshot()
-        self.audit = AuditGuard(candidate_file)
         self.watch: ThreadWatch | None = None
 
     def begin(self, watch: bool) -> None:

@@ -56,7 +56,8 @@ class RunnerProcess:
             (scratch / sub).mkdir(exist_ok=True)
         self.scratch = scratch
         self.log_path = log_path
-        env = {**env, **runner_env(scratch)}
+        self.inside = confine.inside(scratch) if confined else scratch  # the scratch folder as the runner sees it
+        env = {**env, **runner_env(self.inside)}
         reply_r, reply_w = os.pipe()
         argv = [sys.executable, "-m", "agentkern.harness.runner", str(reply_w), str(self.arena.fd)]
         with open(log_path, "wb") as log:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from agentkern.harness import confine
+from agentkern.harness import allowlist, build_cache, confine
 from agentkern.harness import correctness as C
 from agentkern.harness.fallback import check_fallback, op_family
 from agentkern.harness.rejections import Rejected
@@ -89,6 +89,7 @@ class EvalSession:
         )
         for side in self.sides.values():
             side.wait_ready()
+            side.cap_file_size(self.req.get("output_limit_bytes"))
         self.timings["start_runners_s"] = perf_clock() - t0
 
     def _load(self) -> None:
@@ -101,7 +102,11 @@ class EvalSession:
         self.param_bytes = int(ref.get("param_bytes", 0))
         self.phase.enter("compile")
         t1 = perf_clock()
-        self.sides["candidate"].load(self.candidate_kind, self._candidate_source(), init, init_seed, common)
+        cand = self.sides["candidate"]
+        self.details["build_cache"] = (
+            "kept" if build_cache.restore(self._candidate_source(), cand.scratch / "cache") else "new"
+        )
+        cand.load(self.candidate_kind, self._candidate_source(), init, init_seed, common)
         self.details["threads"] = ref.get("threads")
         self.timings["load_problem_s"] = t1 - t0
         self.timings["compile_s"] = perf_clock() - t1
@@ -119,6 +124,7 @@ class EvalSession:
         ref_ops: set[str] = set()
         cand_ops: set[str] = set()
         answers: list[list[torch.Tensor]] = []
+        fallback: Rejected | None = None  # decided after all trials: a wrong answer or a cache names itself first
         max_diff = 0.0
         for trial, seed in enumerate(self.req["seeds"]):
             args, expected_block = self._reference_trial(trials, trial)
@@ -129,6 +135,7 @@ class EvalSession:
                 self.flops = float(expected_block.answer.get("flops", 0.0))
             got = cand.run_block([args], [expected], record=True, watch=True)
             cand_ops |= {str(op) for op in got.answer.get("ops", [])[:MAX_REPORTED_OPS]}
+            fallback = fallback or allowlist.fallback_verdict(got.answer)
             mutated = cand.inputs_unchanged([args])
             if mutated is not None:
                 raise Rejected("mutates_inputs", f"input {mutated} was modified by the call")
@@ -140,6 +147,9 @@ class EvalSession:
                 return {"status": "incorrect", "correct": False, "error": cmp.reason}
             max_diff = max(max_diff, cmp.max_abs_diff or 0.0)
             answers.append(expected)
+        if fallback is not None:
+            raise fallback
+        cand.check_native()  # a library loaded on a first call (a JIT's build)
         check_fallback(_families(ref_ops), _families(cand_ops))
         self.details["reference_ops"] = sorted(ref_ops)
         self.details["candidate_ops"] = sorted(cand_ops)
@@ -182,7 +192,7 @@ class EvalSession:
         from agentkern.harness.timing import measure_blocks
 
         trials = TrialInputs(self.problem, self.req["seeds"][:4])
-        return measure_blocks(
+        timing = measure_blocks(
             self.sides["reference"],
             self.sides["candidate"],
             trials.timing_inputs(self.req["timing_seed"]),
@@ -196,6 +206,8 @@ class EvalSession:
             flush_bytes=self.req["flush_bytes"],
             seed=self.req["timing_seed"],
         )
+        self.sides["candidate"].check_native()
+        return timing
 
     # ---- the whole evaluation ------------------------------------------------------------------------
     def run(self) -> dict:
@@ -236,6 +248,8 @@ class EvalSession:
     def _close(self) -> None:
         for side in self.sides.values():
             side.close()
+        if "candidate" in self.sides and self.candidate_kind == "solution":
+            build_cache.keep(self._candidate_source(), self.sides["candidate"].scratch / "cache")
         # Runners a spare started live in the pool's folder: their logs and builds go with this evaluation.
         folder = getattr(self, "runners_folder", None)
         if folder is not None and folder.parent != self.workdir and folder.exists():

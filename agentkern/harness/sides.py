@@ -19,15 +19,10 @@ from agentkern.helpers import one_line, tail
 
 
 def _killer(sig: int) -> str:
-    """Who sent the signal a runner died of, as far as the judge can tell (deaths.py does the same for a
-    worker, with the watchdog's own kills and the OOM counters)."""
+    """Who sent the signal a runner died of (SIGKILL and SIGTERM never get here: the judge takes them over)."""
     import signal
 
-    if sig == signal.SIGXFSZ:
-        return "kernel (file-size limit)"
-    if sig == signal.SIGKILL:
-        return "SIGKILL: the out-of-memory killer or another process"
-    return "itself (its own crash)"
+    return "kernel (file-size limit)" if sig == signal.SIGXFSZ else "itself (its own crash)"
 
 
 class CandidateFailed(Exception):
@@ -60,10 +55,33 @@ class Side:
         return self.role == "candidate"
 
     def wait_ready(self) -> None:
+        from agentkern.harness.native_check import mapped_libraries
+
+        if self.runner.pid is not None:
+            return  # started by a spare worker, ready long ago
         try:
             self.runner.wait_ready()
         except RunnerDied as exc:
             raise ReferenceFailed(f"the {self.role} runner did not start: {self._log()}") from exc
+        self.libraries_at_start = mapped_libraries(self.runner.pid)
+
+    def cap_file_size(self, limit_bytes: int | None) -> None:
+        """The runner's file-size limit, soft and hard, set from outside (a spare's runners started before the
+        request said the limit): no file it writes, its log included, grows past it."""
+        import resource
+
+        if limit_bytes:
+            try:
+                resource.prlimit(self.runner.pid, resource.RLIMIT_FSIZE, (int(limit_bytes), int(limit_bytes)))
+            except (OSError, ValueError):
+                pass  # the limit it inherited from the judge stands
+
+    def check_native(self) -> None:
+        """The candidate's runner loaded no compute library and no library calling one (native_check.py)."""
+        from agentkern.harness.native_check import check_libraries, mapped_libraries
+
+        if self.is_candidate:
+            check_libraries(mapped_libraries(self.runner.pid) - self.libraries_at_start)
 
     def ask(self, cmd: dict, loading: bool = False) -> tuple[dict, float]:
         """Send one command; its answer and time, or the failure it stands for."""
@@ -74,21 +92,43 @@ class Side:
         if "rejected" in answer:
             code, message = (list(answer["rejected"]) + ["", ""])[:2]
             if self.is_candidate:
-                raise Rejected(str(code)[:64], one_line(str(message)[:500]))
+                from agentkern.harness.rejections import REASONS
+
+                code = str(code)[:64]
+                if code not in REASONS:  # its guards name only known codes: anything else is made up
+                    raise Rejected("protocol", f"the candidate's process claims an unknown rejection {code!r}")
+                raise Rejected(code, one_line(str(message)[:500]))
             raise ReferenceFailed(f"the reference was rejected by a guard: {code}: {message}")
         if "raised" in answer:
             self._raised(answer["raised"], loading)
         return answer, seconds
 
     def _died(self, exc: RunnerDied, loading: bool):
+        import os
+        import signal
+
+        from agentkern.harness.deaths import LOST_SIGNALS
+
         how = self.runner.exit_description()
+        sig = self.runner.exit_signal()
+        if sig in LOST_SIGNALS:
+            # Killed from outside the runner (the OOM killer, an operator, the candidate's own kill): the
+            # judge goes the same way, so that agentkern's watchdog tells who it was, from the OOM counters and
+            # the memory it sampled, and the executors retry a lost evaluation (deaths.py).
+            os.kill(os.getpid(), sig)
         if not self.is_candidate:
             raise ReferenceFailed(f"the reference's process {how}: {self._log()}") from exc
         where = "while loading" if loading else "while called"
         details = {"log_tail": self._log()}
-        sig = self.runner.exit_signal()
         if sig is not None:
             details["killed_by"] = _killer(sig)
+        if sig == signal.SIGXFSZ:
+            import resource
+
+            limit_mib = resource.getrlimit(resource.RLIMIT_FSIZE)[0] / 2**20
+            raise CandidateFailed(
+                "crashed", f"exceeded the file-size limit of {limit_mib:g} MiB (wrote too much output) {where}", details
+            ) from exc
         last = one_line(details["log_tail"].strip().splitlines()[-1]) if details["log_tail"].strip() else ""
         error = f"the candidate's process {how} {where}" + (f": {last[:300]}" if last and sig is None else "")
         raise CandidateFailed("crashed", error, details) from exc
@@ -109,7 +149,7 @@ class Side:
     # ---- calls ---------------------------------------------------------------------------------------
     def load(self, kind: str, source: str, init: list, init_seed: int, common: dict) -> dict:
         specs = self.runner.arena.write([init])[0]
-        filename = self.scratch / ("problem.py" if kind.startswith("problem") else "solution.py")
+        filename = self.runner.inside / ("problem.py" if kind.startswith("problem") else "solution.py")
         cmd = {"op": "load", "kind": kind, "source": source, "filename": str(filename), "init": specs}
         guarded = self.is_candidate and kind == "solution"  # the torch.compile baseline is agentkern's own code
         cmd |= {"init_seed": init_seed, "arena_size": self.runner.arena.size, "guarded": guarded}
@@ -117,6 +157,7 @@ class Side:
         left = self.runner.others()
         if left and self.is_candidate:
             raise Rejected("forbidden_call", f"loading left {len(left)} process(es) running")
+        self.check_native()
         return answer
 
     def run_block(self, calls: list[list], expected: list[list[torch.Tensor]] | None = None, **flags) -> Block:

@@ -112,6 +112,11 @@ def measure_blocks(
             if not cmp.ok:
                 explain_mismatch(out, recent + ref.outputs[:i])
                 raise Rejected("timed_output_mismatch", f"timed call {i} of a block of {n}: {cmp.reason}")
+        from agentkern.harness.allowlist import fallback_verdict
+
+        fallback = fallback_verdict(got.answer)
+        if fallback is not None:  # it fell back to torch or numpy while timed (its outputs were right: checked above)
+            raise fallback
         recent[:] = (ref.outputs[-3:] + recent)[:3]
         return _per_call_ms(ref.seconds, handshake_s, n), _per_call_ms(got.seconds, handshake_s, n)
 

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from support import fast_options
+from support import RELU_KERNEL, fast_options
 
 from agentkern.harness.evaluate import evaluate
 
@@ -16,10 +16,11 @@ import torch.nn as nn
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        return x.clamp_min(0.0){noise}
+        return relu_kernel(x, {noise})
 """
 
 RECORDING_RELU = """
+import ctypes
 import os
 import torch
 import torch.nn as nn
@@ -30,14 +31,14 @@ os.environ["CANDIDATE_WAS_HERE"] = "1"
 class ModelNew(nn.Module):
     def forward(self, x):
         with open(LOG, "a") as f:
-            f.write(f"{x.data_ptr()} {float((x.double().flatten() * torch.arange(x.numel())).sum())!r}\\n")
-        return x.clamp_min(0.0)
+            f.write(f"{x.data_ptr()} {hash(bytes(memoryview(ctypes.string_at(x.data_ptr(), x.numel() * 4))))!r}\\n")
+        return relu_kernel(x)
 """
 
 
 def write(tmp_path, name, text):
     path = tmp_path / name
-    path.write_text(text)
+    path.write_text(RELU_KERNEL + text)
     return path
 
 
@@ -58,7 +59,7 @@ def test_candidate_code_runs_in_a_child_and_every_timed_call_gets_fresh_inputs(t
 
 
 def test_tolerance_is_configurable_per_dtype(tmp_path):
-    noisy = write(tmp_path, "noisy.py", HONEST_RELU.format(noise=" + 5e-4"))
+    noisy = write(tmp_path, "noisy.py", HONEST_RELU.format(noise="5e-4"))
     strict = evaluate("relu", noisy, "cpu", fast_options())
     assert strict.status == "incorrect" and "atol=rtol=0.0001" in strict.error
     loose_opts = fast_options()
@@ -68,7 +69,7 @@ def test_tolerance_is_configurable_per_dtype(tmp_path):
 
 
 def test_server_mode_times_with_cold_caches(tmp_path):
-    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise=""))
+    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise="0.0"))
     result = evaluate("relu", honest, "cpu", fast_options(mode="server"))
     assert result.status == "ok", result.error
     timing = result.details["timing"]
@@ -79,7 +80,7 @@ def test_server_mode_times_with_cold_caches(tmp_path):
 
 
 def test_same_seed_gives_the_same_trials(tmp_path):
-    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise=""))
+    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise="0.0"))
     a = evaluate("relu", honest, "cpu", fast_options(seed=123, check_timing=False))
     b = evaluate("relu", honest, "cpu", fast_options(seed=123, check_timing=False))
     assert a.details["seeds"] == b.details["seeds"] == list(range(123, 132))
@@ -87,6 +88,6 @@ def test_same_seed_gives_the_same_trials(tmp_path):
 
 
 def test_result_is_json_serialisable(tmp_path):
-    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise=""))
+    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise="0.0"))
     result = evaluate("relu", honest, "cpu", fast_options())
     assert json.loads(json.dumps(result.to_json()))["status"] == "ok"

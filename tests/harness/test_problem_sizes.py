@@ -3,7 +3,7 @@ picks, an unknown size is a clear error, and the recogniser sees the sized shape
 
 import pytest
 from bench_inputs import SIZED_PROBLEM
-from support import fast_options, run_cli
+from support import RELU_KERNEL, fast_options, run_cli
 
 from agentkern.errors import UserError
 
@@ -16,7 +16,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
         if tuple(x.shape) != (8, 16):
             raise ValueError(f"got shape {tuple(x.shape)}, not the cpu size")
-        return x.clamp(min=0)
+        return relu_kernel(x)
 """
 
 
@@ -24,7 +24,7 @@ class ModelNew(nn.Module):
 def sized(tmp_path):
     problem, solution = tmp_path / "sized.py", tmp_path / "sol.py"
     problem.write_text(SIZED_PROBLEM)
-    solution.write_text(SHAPE_CHECKING_SOLUTION)
+    solution.write_text(RELU_KERNEL + SHAPE_CHECKING_SOLUTION)
     return problem, solution
 
 

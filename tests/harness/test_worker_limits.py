@@ -5,7 +5,7 @@ tests/e2e/test_cli.py.)"""
 import tracemalloc
 from pathlib import Path
 
-from support import fast_options
+from support import RELU_KERNEL, fast_options
 
 from agentkern.harness import sandbox
 from agentkern.harness.evaluate import evaluate
@@ -22,13 +22,13 @@ import torch.nn as nn
 class ModelNew(nn.Module):
     def forward(self, x):
         {forward_code}
-        return x.clamp_min(0.0)
+        return relu_kernel(x)
 """
 
 
 def candidate(tmp_path, name, module_code="", forward_code="pass"):
     path = tmp_path / f"{name}.py"
-    path.write_text(RELU.format(module_code=module_code, forward_code=forward_code))
+    path.write_text(RELU_KERNEL + RELU.format(module_code=module_code, forward_code=forward_code))
     return path
 
 

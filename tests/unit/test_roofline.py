@@ -219,3 +219,29 @@ def test_attention_flops_are_counted_on_cpu():
         F.scaled_dot_product_attention(q, k, v, is_causal=True)
     seen = sum(min(i + 1, 24) for i in range(16))  # query i sees keys 0..i
     assert recorder.flops == 2 * (2 * 2 * 3 * seen * 8)
+
+
+# ---- the kernel timed again ---------------------------------------------------------------------------------
+def test_a_kernel_beyond_the_bound_once_but_not_when_timed_again_is_ok_with_the_second_timing():
+    target = targets.get_target("h100")
+    work = {"flops": 0.0, "bytes": 1e9, "dtype": "float32"}
+    bound = targets.roofline_ms(target, 0.0, 1e9, "float32")
+    again = EvalResult("ok", True, speedup=2.0, reference_ms=2 * bound, kernel_ms=bound, details={"timing": {"x": 1}})
+    result = ok(0.1, work)
+    _add_roofline(result, target, "cuda", remeasure=lambda: {}, retime=lambda: again)
+    assert result.status == "ok" and result.correct and result.error is None
+    assert result.kernel_ms == bound and result.speedup == 2.0 and result.details["timing"] == {"x": 1}
+    assert "suspicious" not in result.details and result.roofline_fraction == pytest.approx(1.0)
+    check = result.details["roofline_check"]
+    assert check["retimed"]["kernel_ms"] == bound and check["outcome"].startswith("within the bound when")
+
+
+def test_a_kernel_beyond_the_bound_when_timed_twice_is_suspicious():
+    target = targets.get_target("h100")
+    work = {"flops": 0.0, "bytes": 1e9, "dtype": "float32"}
+    again = EvalResult("ok", True, speedup=30.0, reference_ms=3.0, kernel_ms=0.1, details={})
+    result = ok(0.1, work)
+    _add_roofline(result, target, "cuda", remeasure=lambda: {}, retime=lambda: again)
+    assert result.status == "suspicious" and result.correct is False
+    assert result.details["roofline_check"]["outcome"] == "suspicious (timed twice)"
+    assert "again when timed a second time" in result.error
