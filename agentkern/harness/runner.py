@@ -55,7 +55,7 @@ class Runner:
             torch.set_num_threads(int(cmd["threads"]))
         self.mapping.ensure(cmd["arena_size"])
         init = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.mapping.args(cmd["init"])]
-        if cmd["guarded"]:
+        if cmd["guarded"] and self.guards is None:  # a second load (a second shape) keeps the first's guards
             from agentkern.harness.runner_guards import Guards
 
             self.guards = Guards(str(path))
@@ -64,7 +64,10 @@ class Runner:
             if cmd["kind"] == "solution":
                 cls = load_module(str(path), "agentkern_candidate").ModelNew
             else:
-                cls = load_problem_module(str(path), "agentkern_reference", cmd.get("size")).Model
+                module = load_problem_module(str(path), "agentkern_reference", cmd.get("size"))
+                for name, value in (cmd.get("constants") or {}).items():  # a second shape (second_shape.py)
+                    setattr(module, name, value)
+                cls = module.Model
             torch.manual_seed(int(cmd["init_seed"]))
             self.model = cls(*init).to(self.device).eval()
             if cmd["kind"] == "problem_compiled":  # the torch.compile baseline (bench): trusted, unguarded

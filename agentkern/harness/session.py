@@ -25,6 +25,7 @@ from agentkern.harness import allowlist, build_cache, confine
 from agentkern.harness import correctness as C
 from agentkern.harness.fallback import check_fallback, op_family
 from agentkern.harness.rejections import Rejected
+from agentkern.harness.second_shape import check_second_shape
 from agentkern.harness.sides import CandidateFailed, ReferenceFailed, Side
 from agentkern.harness.trials import TrialInputs
 from agentkern.helpers import one_line
@@ -93,23 +94,27 @@ class EvalSession:
         self.timings["start_runners_s"] = perf_clock() - t0
 
     def _load(self) -> None:
+        self.init_seed = secrets.randbelow(2**31)  # the parameters' seed: the same on both sides, no trial's seed
+        cand = self.sides["candidate"]
+        kept = build_cache.restore(self._candidate_source(), cand.scratch / "cache")
+        self.details["build_cache"] = "kept" if kept else "new"
+        self.load_models()
+
+    def load_models(self, constants: dict | None = None) -> None:
+        """Both models at the problem's current size (`constants`: a second shape's overrides)."""
         common = {"device": self.req["device"], "threads": self.opts.get("threads"), "size": self.req.get("size")}
+        common["constants"] = constants or {}
         init = list(self.problem.get_init_inputs())
-        init_seed = secrets.randbelow(2**31)  # the parameters' seed: the same on both sides, no trial's seed
         problem_source = Path(self.req["problem_path"]).read_text()
         t0 = perf_clock()
-        ref = self.sides["reference"].load("problem", problem_source, init, init_seed, common)
+        ref = self.sides["reference"].load("problem", problem_source, init, self.init_seed, common)
         self.param_bytes = int(ref.get("param_bytes", 0))
         self.phase.enter("compile")
         t1 = perf_clock()
-        cand = self.sides["candidate"]
-        self.details["build_cache"] = (
-            "kept" if build_cache.restore(self._candidate_source(), cand.scratch / "cache") else "new"
-        )
-        cand.load(self.candidate_kind, self._candidate_source(), init, init_seed, common)
+        self.sides["candidate"].load(self.candidate_kind, self._candidate_source(), init, self.init_seed, common)
         self.details["threads"] = ref.get("threads")
-        self.timings["load_problem_s"] = t1 - t0
-        self.timings["compile_s"] = perf_clock() - t1
+        self.timings["load_problem_s"] = self.timings.get("load_problem_s", 0.0) + t1 - t0
+        self.timings["compile_s"] = self.timings.get("compile_s", 0.0) + perf_clock() - t1
 
     def _candidate_source(self) -> str:
         return Path(self.req["solution_path"]).read_text()
@@ -119,19 +124,30 @@ class EvalSession:
         return float(self.opts["tolerances"].get(str(dtype).removeprefix("torch."), 1e-4))
 
     def _check_correctness(self) -> dict:
-        cand = self.sides["candidate"]
         trials = TrialInputs(self.problem, self.req["seeds"])
+        verdict, answers = self.run_trials(trials, record_details=True)
+        if verdict is not None:
+            return verdict
+        self._args0, self._out0 = trials.inputs(0), answers[0]
+        verdict = check_second_shape(self)
+        self.phase.enter("run")
+        return verdict or {"status": "ok", "correct": True, "error": None}
+
+    def run_trials(self, trials: TrialInputs, record_details: bool) -> tuple[dict | None, list]:
+        """Every trial of `trials`: (an incorrect verdict or None, the reference's answers). Rejections raise."""
+        cand = self.sides["candidate"]
         ref_ops: set[str] = set()
         cand_ops: set[str] = set()
         answers: list[list[torch.Tensor]] = []
         fallback: Rejected | None = None  # decided after all trials: a wrong answer or a cache names itself first
         max_diff = 0.0
-        for trial, seed in enumerate(self.req["seeds"]):
+        for trial, seed in enumerate(trials.seeds):
             args, expected_block = self._reference_trial(trials, trial)
-            self.details.setdefault("trial_inputs", []).append(trials.describe(trial)["inputs"])
+            if record_details:
+                self.details.setdefault("trial_inputs", []).append(trials.describe(trial)["inputs"])
             expected = expected_block.outputs[0]
             ref_ops |= set(expected_block.answer.get("ops", []))
-            if trial == 0:
+            if trial == 0 and record_details:
                 self.flops = float(expected_block.answer.get("flops", 0.0))
             got = cand.run_block([args], [expected], record=True, watch=True)
             cand_ops |= {str(op) for op in got.answer.get("ops", [])[:MAX_REPORTED_OPS]}
@@ -144,19 +160,19 @@ class EvalSession:
             if not cmp.ok:
                 self._explain_mismatch(got.outputs[0], answers)
                 self.details["failed_trial"] = {"trial": trial, "seed": seed, **trials.describe(trial)}
-                return {"status": "incorrect", "correct": False, "error": cmp.reason}
+                return {"status": "incorrect", "correct": False, "error": cmp.reason}, answers
             max_diff = max(max_diff, cmp.max_abs_diff or 0.0)
             answers.append(expected)
         if fallback is not None:
             raise fallback
         cand.check_native()  # a library loaded on a first call (a JIT's build)
         check_fallback(_families(ref_ops), _families(cand_ops))
-        self.details["reference_ops"] = sorted(ref_ops)
-        self.details["candidate_ops"] = sorted(cand_ops)
-        self.details["max_abs_diff"] = max_diff
-        self.details["trials"] = len(self.req["seeds"])
-        self._args0, self._out0 = trials.inputs(0), answers[0]
-        return {"status": "ok", "correct": True, "error": None}
+        if record_details:
+            self.details["reference_ops"] = sorted(ref_ops)
+            self.details["candidate_ops"] = sorted(cand_ops)
+            self.details["max_abs_diff"] = max_diff
+            self.details["trials"] = len(trials.seeds)
+        return None, answers
 
     def _reference_trial(self, trials: TrialInputs, trial: int):
         """(args, the reference's block) for a trial; where the reference refuses a transformed input (a

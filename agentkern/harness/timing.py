@@ -69,6 +69,45 @@ def _block_size(per_call_s: float, call_bytes: int, calls: int, mode: str) -> in
     return max(1, min(by_time, by_memory, calls))
 
 
+class _Pairs:
+    """Both sides on the same fresh inputs, one block each, every candidate output checked."""
+
+    def __init__(self, reference, candidate, fresh_inputs, tolerance_for, explain_mismatch, like, flusher, rng):
+        self.reference, self.candidate, self.fresh_inputs = reference, candidate, fresh_inputs
+        self.tolerance_for, self.explain_mismatch, self.like = tolerance_for, explain_mismatch, like
+        self.flusher, self.rng = flusher, rng
+        self.handshake_s = statistics.median(reference.empty_block_seconds() for _ in range(HANDSHAKE_PROBES))
+        self.counter = iter(range(10**9))
+        self.recent: list = []  # the last few answers of earlier blocks: a candidate replaying one is caching
+
+    def _timed(self, side, calls):
+        if self.flusher is not None:
+            self.flusher.flush()
+            _sleep(self.rng.uniform(0.0, 0.002))  # random arrival gap: the CPU's clocks and caches go cold
+        return side.run_block(calls, [self.like] * len(calls))
+
+    def pair(self, n: int, cand_first: bool) -> tuple[float, float]:
+        """(reference, candidate) ms per call over a block of n calls each."""
+        from agentkern.harness import correctness as C
+        from agentkern.harness.allowlist import fallback_verdict
+        from agentkern.harness.rejections import Rejected
+
+        calls = [self.fresh_inputs(next(self.counter)) for _ in range(n)]
+        first, second = (self.candidate, self.reference) if cand_first else (self.reference, self.candidate)
+        one, other = self._timed(first, calls), self._timed(second, calls)
+        ref, got = (other, one) if cand_first else (one, other)
+        for i, (out, exp) in enumerate(zip(got.outputs, ref.outputs)):
+            cmp = C.compare(out, exp, self.tolerance_for)
+            if not cmp.ok:
+                self.explain_mismatch(out, self.recent + ref.outputs[:i])
+                raise Rejected("timed_output_mismatch", f"timed call {i} of a block of {n}: {cmp.reason}")
+        fallback = fallback_verdict(got.answer)
+        if fallback is not None:  # it fell back to torch or numpy while timed (its outputs were right: checked above)
+            raise fallback
+        self.recent[:] = (ref.outputs[-3:] + self.recent)[:3]
+        return _per_call_ms(ref.seconds, self.handshake_s, n), _per_call_ms(got.seconds, self.handshake_s, n)
+
+
 def measure_blocks(
     reference,
     candidate,
@@ -87,40 +126,10 @@ def measure_blocks(
     """Time `reference` and `candidate` (sides.Side) alternately in blocks; fresh_inputs(i) gives the i-th
     call's arguments, `like` the outputs' shapes and dtypes (the reference's outputs of a trial). Every
     candidate output of every timed call is checked against the reference's."""
-    from agentkern.harness import correctness as C
-    from agentkern.harness.rejections import Rejected
-
     rng = random.Random(seed)
     flusher = CacheFlusher(torch.device("cpu"), flush_bytes) if mode == "server" else None
-    handshake_s = statistics.median(reference.empty_block_seconds() for _ in range(HANDSHAKE_PROBES))
-    counter = iter(range(10**9))
-    recent: list = []  # the last few answers of earlier blocks: a candidate replaying one is caching
-
-    def timed(side, calls):
-        if flusher is not None:
-            flusher.flush()
-            _sleep(rng.uniform(0.0, 0.002))  # random arrival gap: the CPU's clocks and caches go cold
-        return side.run_block(calls, [like] * len(calls))
-
-    def pair(n: int, cand_first: bool) -> tuple[float, float]:
-        calls = [fresh_inputs(next(counter)) for _ in range(n)]
-        first, second = (candidate, reference) if cand_first else (reference, candidate)
-        one, other = timed(first, calls), timed(second, calls)
-        ref, got = (other, one) if cand_first else (one, other)
-        for i, (out, exp) in enumerate(zip(got.outputs, ref.outputs)):
-            cmp = C.compare(out, exp, tolerance_for)
-            if not cmp.ok:
-                explain_mismatch(out, recent + ref.outputs[:i])
-                raise Rejected("timed_output_mismatch", f"timed call {i} of a block of {n}: {cmp.reason}")
-        from agentkern.harness.allowlist import fallback_verdict
-
-        fallback = fallback_verdict(got.answer)
-        if fallback is not None:  # it fell back to torch or numpy while timed (its outputs were right: checked above)
-            raise fallback
-        recent[:] = (ref.outputs[-3:] + recent)[:3]
-        return _per_call_ms(ref.seconds, handshake_s, n), _per_call_ms(got.seconds, handshake_s, n)
-
-    warm_ref, warm_cand = pair(1, False)  # warm-up, checked, not counted; it also sizes the blocks
+    pairs = _Pairs(reference, candidate, fresh_inputs, tolerance_for, explain_mismatch, like, flusher, rng)
+    warm_ref, warm_cand = pairs.pair(1, False)  # warm-up, checked, not counted; it also sizes the blocks
     calls = int(min(max_calls, max(min_calls, time_budget_s / max((warm_ref + warm_cand) / 1e3, 1e-6))))
     sample = fresh_inputs(-1)
     call_bytes = 2 * sum(x.numel() * x.element_size() for x in sample if isinstance(x, torch.Tensor))
@@ -129,8 +138,8 @@ def measure_blocks(
     n = max(1, math.ceil(calls / blocks)) if mode != "server" else 1
     ref_samples, cand_samples = Samples(), Samples()
     for b in range(blocks):
-        ref_ms, cand_ms = pair(n, cand_first=b % 2 == 1)  # alternate who goes first
+        ref_ms, cand_ms = pairs.pair(n, cand_first=b % 2 == 1)  # alternate who goes first
         ref_samples.ms.append(ref_ms)
         cand_samples.ms.append(cand_ms)
-    block = {"blocks": blocks, "calls_per_block": n, "handshake_us": round(handshake_s * 1e6, 1)}
+    block = {"blocks": blocks, "calls_per_block": n, "handshake_us": round(pairs.handshake_s * 1e6, 1)}
     return {"reference": ref_samples.summary(n), "kernel": cand_samples.summary(n), "mode": mode, **block}

@@ -65,15 +65,8 @@ class TrialInputs:
         return transformed, name, plan.label(trial, name, notes)
 
     def timing_inputs(self, seed: int):
-        """inputs(i) for the i-th timed call: new memory and new values on every call, cheaply (a pool of
-        draws, each scaled by a per-call factor)."""
-        pool = [self.draw(s) for s in self.seeds[:4]]
+        """inputs(i) for the i-th timed call: a fresh get_inputs() draw under its own seed, every call. (A pool
+        of draws rescaled per call is cheaper, but a kernel for a homogeneous op, relu(s*x) = s*relu(x), could
+        answer a rescaled input from a cached one: tests/harness/attacks/knows_rescaled_pool.py.)"""
         rng = random.Random(seed)
-
-        def inputs(i: int) -> list:
-            scale = rng.uniform(0.75, 1.25)
-            return [
-                x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in pool[i % len(pool)]
-            ]
-
-        return inputs
+        return lambda i: self.draw(rng.randrange(2**31))

@@ -30,7 +30,7 @@ ATTACKS = sorted((ROOT / "tests" / "harness" / "attacks").glob("*.py"))
 CLASSES = ("forge_", "patch_", "knows_", "slow_ref_", "fallback_", "escape_")
 EVAL_TIMEOUT_S = 150  # far beyond what the limits below allow an honest evaluation, on a busy 2-core host
 NO_ADVANTAGE_SPEEDUP = 1.5
-RESULT_PREFIX = "agentkern-attack-test-result: "
+RESULT_PREFIX = "attack-test-verdict: "  # not "agentkern-attack-": the cleanup kills those
 
 # Runs in a fresh interpreter: agentkern's process, which an attack may signal.
 _CHILD = f"""

@@ -1,0 +1,77 @@
+"""A second shape: the trials again with the problem's size constants changed, so a kernel that hard-codes
+the shape it was written for (or only works for multiples of its tile) fails.
+
+A KernelBench problem keeps its sizes in module constants (`N = 1024`, `BATCH = 16`) read by get_inputs()
+and get_init_inputs(). Each such constant (an int >= 2 that either function reads) becomes
+v // 2 + 1 (1024 -> 513: smaller, so cheap, and off every power of two). Both runners load their model
+again at that shape (the candidate's file is run again as it is: a constant it copied stays as it was),
+two trials run, and the models are loaded back at the first shape for timing. Where the reference itself
+refuses the second shape (a size that must divide another), it is skipped and details.second_shape says
+why; a problem whose sizes are not module constants has none.
+"""
+
+from __future__ import annotations
+
+import secrets
+import types
+
+SECOND_SHAPE_TRIALS = 2
+
+
+def size_constants(problem: types.ModuleType) -> dict[str, int]:
+    """The problem's size constants: module ints >= 2 (KernelBench's `batch_size`, `dim`; `N`) read by get_inputs
+    or get_init_inputs."""
+    read: set[str] = set()
+    for name in ("get_inputs", "get_init_inputs"):
+        fn = getattr(problem, name, None)
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            read |= set(code.co_names)
+    return {
+        name: value
+        for name, value in vars(problem).items()
+        if name in read and not name.startswith("_") and type(value) is int and value >= 2
+    }
+
+
+def second_values(constants: dict[str, int]) -> dict[str, int]:
+    return {name: value // 2 + 1 for name, value in constants.items()}
+
+
+def set_constants(problem: types.ModuleType, values: dict[str, int]) -> None:
+    for name, value in values.items():
+        setattr(problem, name, value)
+
+
+def check_second_shape(session) -> dict | None:
+    """The second shape's trials for an EvalSession whose first-shape trials passed: an incorrect verdict
+    (or a raised rejection / candidate failure), or None; the models are back at the first shape after."""
+    from agentkern.harness.sides import CandidateFailed, ReferenceFailed
+    from agentkern.harness.trials import TrialInputs
+
+    first = size_constants(session.problem)
+    if not first:
+        session.details["second_shape"] = {"skipped": "the problem has no size constants"}
+        return None
+    values = second_values(first)
+    shape = ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+    set_constants(session.problem, values)
+    try:
+        session.load_models(constants=values)
+        seeds = [secrets.randbelow(2**31) for _ in range(SECOND_SHAPE_TRIALS)]
+        verdict, _ = session.run_trials(TrialInputs(session.problem, seeds), record_details=False)
+    except ReferenceFailed as exc:
+        session.details["second_shape"] = {"skipped": f"the reference refuses {shape}: {str(exc)[:200]}"}
+        verdict = None
+    except CandidateFailed as failed:
+        failed.error = f"at a second shape ({shape}): {failed.error}"
+        raise
+    finally:
+        set_constants(session.problem, first)
+    if verdict is not None:
+        verdict["error"] = f"at a second shape ({shape}): {verdict['error']}"
+        session.details["failed_trial"]["shape"] = values
+        return verdict
+    session.details.setdefault("second_shape", {"constants": values, "trials": SECOND_SHAPE_TRIALS})
+    session.load_models()  # back to the first shape, for timing
+    return None
