@@ -63,6 +63,13 @@ def eval_command(
     seed: Annotated[
         int | None, typer.Option(help="First seed (default: fresh random seeds, recorded in the result).")
     ] = None,
+    second_shape: Annotated[
+        str,
+        typer.Option(
+            help="Trials at a second shape (the problem's size constants changed): report (say when the kernel is "
+            "wrong there), require (then it is incorrect) or off."
+        ),
+    ] = EvalOptions.second_shape,
     mode: Annotated[
         str, typer.Option(help="Timing mode: offline (back to back) or server (cold caches, random gaps).")
     ] = "offline",
@@ -86,9 +93,12 @@ def eval_command(
 
     if mode not in ("offline", "server"):
         raise UserError(f"--mode must be offline or server, not {mode!r}")
+    if second_shape not in ("report", "require", "off"):
+        raise UserError(f"--second-shape must be report, require or off, not {second_shape!r}")
     opts = EvalOptions(
         trials=trials,
         seed=seed,
+        second_shape=second_shape,
         mode=mode,
         threads=threads,
         compile_timeout_s=compile_timeout,

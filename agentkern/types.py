@@ -65,6 +65,9 @@ class Target:
 @dataclass
 class EvalOptions:
     trials: int = 9  # every input transform of harness/inputs.py runs once (trials_for_every_transform)
+    # A second shape (harness/second_shape.py): "report" says in details.second_shape when the kernel is wrong
+    # there (a shape-specialised kernel, as the built-in templates are), "require" makes that incorrect, "off".
+    second_shape: str = "report"
     seed: int | None = None  # None: fresh random seeds per evaluation (recorded in details)
     # Tolerances per dtype; atol and rtol both take this value (KernelBench convention).
     tolerances: dict[str, float] = field(

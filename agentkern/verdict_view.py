@@ -38,6 +38,12 @@ def print_eval(console: Console, result: EvalResult) -> None:
             f"  correct over {d.get('trials', '?')} trials (seeds {shown}), max abs diff {d.get('max_abs_diff', 0):.3g}",
             highlight=False,
         )
+        second = d.get("second_shape") or {}
+        if second.get("failed"):
+            console.print(f"  [yellow]shape-specialised:[/] wrong {second['failed']}", highlight=False)
+        elif second.get("constants"):
+            shape = ", ".join(f"{k}={v}" for k, v in sorted(second["constants"].items()))
+            console.print(f"  and at a second shape ({shape}) over {second.get('trials', '?')} trials", highlight=False)
     timing = d.get("timing") or {}
     if "unavailable" in timing:
         console.print(f"  timing: {timing['unavailable']}", highlight=False)
@@ -46,7 +52,8 @@ def print_eval(console: Console, result: EvalResult) -> None:
         console.print(
             f"  reference {_ms(result.reference_ms)} (p10-p90 {ref['p10_ms']:.4g}-{ref['p90_ms']:.4g})   "
             f"kernel {_ms(result.kernel_ms)} (p10-p90 {ker['p10_ms']:.4g}-{ker['p90_ms']:.4g})   "
-            f"{ker['calls']} calls each, {timing['mode']} mode",
+            f"{ker['calls']} calls each, {timing['mode']} mode"
+            + (f", in {timing['blocks']} blocks" if timing.get("blocks") else ""),
             highlight=False,
         )
         console.print(f"  [bold]speedup {result.speedup:.2f}x[/]", highlight=False)
@@ -61,5 +68,7 @@ def print_eval(console: Console, result: EvalResult) -> None:
     check = d.get("roofline_check")
     if check:
         console.print(f"  roofline check: {remeasure_line(check)}", highlight=False)
+    if d.get("isolation") == "process":  # without bubblewrap: say it where the verdict is read
+        console.print("  isolation: plain processes, not bubblewrap (see `agentkern doctor`)", highlight=False)
     if d.get("workdir"):
         console.print(f"  sandbox folder: {d['workdir']}", highlight=False)

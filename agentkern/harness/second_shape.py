@@ -49,7 +49,11 @@ def check_second_shape(session) -> dict | None:
     from agentkern.harness.sides import CandidateFailed, ReferenceFailed
     from agentkern.harness.trials import TrialInputs
 
+    policy = session.opts.get("second_shape", "report")
     first = size_constants(session.problem)
+    if policy == "off":
+        session.details["second_shape"] = {"skipped": "off (EvalOptions.second_shape)"}
+        return None
     if not first:
         session.details["second_shape"] = {"skipped": "the problem has no size constants"}
         return None
@@ -64,14 +68,20 @@ def check_second_shape(session) -> dict | None:
         session.details["second_shape"] = {"skipped": f"the reference refuses {shape}: {str(exc)[:200]}"}
         verdict = None
     except CandidateFailed as failed:
-        failed.error = f"at a second shape ({shape}): {failed.error}"
-        raise
+        if policy == "require" or not session.sides["candidate"].alive():  # a crash there ends it: no runner left
+            failed.error = f"at a second shape ({shape}): {failed.error}"
+            raise
+        verdict = {"status": failed.status, "error": failed.error}
     finally:
         set_constants(session.problem, first)
     if verdict is not None:
         verdict["error"] = f"at a second shape ({shape}): {verdict['error']}"
-        session.details["failed_trial"]["shape"] = values
-        return verdict
+        if policy == "require":
+            session.details["failed_trial"]["shape"] = values
+            return verdict
+        # Shape-specialised (the built-in templates are, as tuned kernels often are): said, not failed.
+        session.details.pop("failed_trial", None)
+        session.details["second_shape"] = {"constants": values, "failed": verdict["error"]}
     session.details.setdefault("second_shape", {"constants": values, "trials": SECOND_SHAPE_TRIALS})
     session.load_models()  # back to the first shape, for timing
     return None

@@ -76,6 +76,9 @@ class Side:
             except (OSError, ValueError):
                 pass  # the limit it inherited from the judge stands
 
+    def alive(self) -> bool:
+        return self.runner.proc.poll() is None
+
     def check_native(self) -> None:
         """The candidate's runner loaded no compute library and no library calling one (native_check.py)."""
         from agentkern.harness.native_check import check_libraries, mapped_libraries

@@ -68,3 +68,22 @@ def test_a_polynomial_softmax_is_incorrect_at_four_times_the_scale():
     assert "beyond atol=rtol=0.0001" in result.error
     # The four plain trials before it passed: only the transform caught it.
     assert result.details["trial_inputs"][:4][0] == "fresh"
+
+
+def test_a_kernel_that_hard_codes_its_shape_is_caught_at_a_second_shape():
+    specialised = ROOT / "tests" / "harness" / "shape_specialised_softmax.py"
+    strict = evaluate("softmax", specialised, "cpu", fast_options(second_shape="require"))
+    assert strict.status == "incorrect" and strict.speedup is None
+    assert strict.error.startswith("at a second shape (batch_size=513, dim=513): output differs"), strict.error
+    assert strict.details["failed_trial"]["shape"] == {"batch_size": 513, "dim": 513}
+    # By default a shape-specialised kernel keeps its verdict, and the result says where it is wrong.
+    reported = evaluate("softmax", specialised, "cpu", fast_options())
+    assert reported.status == "ok", reported.error
+    assert reported.details["second_shape"]["failed"].startswith("at a second shape (batch_size=513")
+
+
+def test_an_honest_kernel_passes_at_the_second_shape():
+    honest = ROOT / "kernels_dataset" / "solutions" / "softmax_cpp.py"
+    result = evaluate("softmax", honest, "cpu", fast_options(second_shape="require"))
+    assert result.status == "ok", result.error
+    assert result.details["second_shape"] == {"constants": {"batch_size": 513, "dim": 513}, "trials": 2}

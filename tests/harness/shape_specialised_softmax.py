@@ -1,12 +1,10 @@
-"""Cheat: a softmax kernel that only works at the shape it was written for.
+"""A softmax kernel that only works at the shape it was written for (tests/harness/test_numerics.py).
 
 The row length is baked into the C++ source (1024, the problem's cpu size), as a kernel tuned on one
 input and never run on another often is: every trial at that shape passes. At the harness's second shape
 (the problem's size constants changed: batch_size = dim = 513) it normalises 1024-element spans that
-straddle rows, and is wrong.
+straddle rows, and is wrong: reported by default, incorrect with --second-shape require.
 """
-# problem: softmax
-# expect: incorrect
 
 import ctypes
 
