@@ -84,7 +84,11 @@ def command(argv: list[str], scratch: Path) -> list[str]:
     for folder in hidden_folders():
         if not any(_contains(folder, needed) for needed in _needed_paths()):
             args += ["--tmpfs", str(folder)]
-    args += ["--tmpfs", "/tmp", "--bind", str(scratch), str(SANDBOX_SCRATCH), "--chdir", str(SANDBOX_SCRATCH)]
+    args += ["--tmpfs", "/tmp"]
+    # A private /tmp must not hide the interpreter or agentkern when they live there (a CI job's clone).
+    for needed in _outermost(p for p in _needed_paths() if _contains(Path("/tmp"), p) and p.exists()):
+        args += ["--ro-bind", str(needed), str(needed)]
+    args += ["--bind", str(scratch), str(SANDBOX_SCRATCH), "--chdir", str(SANDBOX_SCRATCH)]
     return [*args, "--", *argv]
 
 
@@ -97,6 +101,16 @@ def _needed_paths() -> tuple[Path, ...]:
     paths = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable), Path(agentkern.__file__).parent]
     paths += [Path(p) for p in sys.path if p]
     return tuple(p.resolve() for p in paths)
+
+
+def _outermost(paths) -> list[Path]:
+    """The paths that are not inside another of them."""
+    paths = sorted(set(paths), key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for p in paths:
+        if not any(_contains(k, p) for k in kept):
+            kept.append(p)
+    return kept
 
 
 def _contains(folder: Path, inner: Path) -> bool:
