@@ -9,15 +9,8 @@ import tomllib
 import pytest
 from support import ROOT
 
-SOFTMAX_TORCH = """
-import torch
-import torch.nn as nn
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        e = torch.exp(x - x.amax(dim=-1, keepdim=True))
-        return e / e.sum(dim=-1, keepdim=True)
-"""
+# An honest kernel: the shipped C++ softmax (a ModelNew that computes with torch ops is a fallback, rejected).
+SOFTMAX_CPP = ROOT / "kernels_dataset" / "solutions" / "softmax_cpp.py"
 
 
 def run_cli(*args, timeout=300, **env):
@@ -33,8 +26,8 @@ def run_cli(*args, timeout=300, **env):
 
 @pytest.fixture
 def honest_solution(tmp_path):
-    path = tmp_path / "softmax_torch.py"
-    path.write_text(SOFTMAX_TORCH)
+    path = tmp_path / "softmax_cpp.py"
+    path.write_text(SOFTMAX_CPP.read_text())
     return path
 
 
@@ -210,7 +203,7 @@ DEEP_EXPRESSION = "Y = " + "-" * 200_000 + "1\n"  # MemoryError inside CPython 3
 
 def test_a_deeply_nested_candidate_is_a_compile_error_verdict(tmp_path):
     path = tmp_path / "deep.py"
-    path.write_text(SOFTMAX_TORCH + DEEP_EXPRESSION)
+    path.write_text(SOFTMAX_CPP.read_text() + DEEP_EXPRESSION)
     proc = run_cli("eval", "relu", str(path), "--target", "cpu", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -219,7 +212,7 @@ def test_a_deeply_nested_candidate_is_a_compile_error_verdict(tmp_path):
 
 def test_a_huge_candidate_is_a_compile_error_verdict(tmp_path):
     path = tmp_path / "huge.py"
-    path.write_text(SOFTMAX_TORCH + "#" + "x" * (5 * 2**20) + "\n")
+    path.write_text(SOFTMAX_CPP.read_text() + "#" + "x" * (5 * 2**20) + "\n")
     proc = run_cli("eval", "relu", str(path), "--target", "cpu", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
