@@ -55,32 +55,88 @@ def _wait_for(predicate, what: str):
 
 
 # ---- a candidate that holds still until the test has killed its worker --------------------------------
-def _holding_candidate(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """(solution, hold file, pid file): a correct ReLU kernel that, on import, appends "PID PPID" to the
-    pid file and then waits while the hold file exists: the test kills it there, mid-task."""
-    hold, pids = tmp_path / "hold", tmp_path / "pids"
-    hold.touch()
+HOLD_S = 20  # how long a holding candidate waits to be released (or killed) before it goes on
+
+
+def _holding_candidate(tmp_path: Path) -> tuple[Path, _Attempts, _Attempts]:
+    """(solution, attempts, attempts): a correct ReLU kernel that, on import, writes `started` into its own
+    folder (the only one a confined candidate can write) and then waits, up to HOLD_S, for `release` to
+    appear there: the test kills its evaluation's judge (or the judge's parent) meanwhile. The two last
+    values are the same object, for the tests' (solution, hold, pids) unpacking."""
     prologue = (
-        f"import os as _os, time as _time\n"
-        f"with open({str(pids)!r}, 'a') as _f:\n"
-        f"    _f.write(f'{{_os.getpid()}} {{_os.getppid()}}\\n')\n"
-        f"while _os.path.exists({str(hold)!r}):\n"
-        f"    _time.sleep(0.05)\n"
+        "import os as _os, time as _time\n"
+        "open('started', 'w').write(str(_time.time_ns()) + str(_os.getpid()))\n"
+        f"_deadline = _time.monotonic() + {HOLD_S}\n"
+        "while not _os.path.exists('release') and _time.monotonic() < _deadline:\n"
+        "    _time.sleep(0.05)\n"
     )
     solution = tmp_path / "holding_relu.py"
     solution.write_text(prologue + (ROOT / "kernels_dataset/solutions/relu_cpp.py").read_text())
-    return solution, hold, pids
+    attempts = _Attempts()
+    return solution, attempts, attempts
 
 
-def _started(pids: Path) -> list[tuple[int, int]]:
-    """(pid, parent pid) of each attempt that has reached the candidate's import, in order."""
-    if not pids.exists():
-        return []
-    return [tuple(map(int, line.split())) for line in pids.read_text().splitlines() if line.strip()]
+class _Attempts:
+    """Each attempt of the holding candidate: its `started` file in a runner's scratch folder, and the judge
+    (the sandboxed worker) that runs it, found from outside: a spare's runners live in `runners-<judge pid>-...`,
+    a fresh worker's in its work folder, which is the judge's cwd."""
+
+    def __init__(self) -> None:
+        self.since = time.time() - 1.0  # markers of earlier tests (the session shares AGENTKERN_HOME) are not ours
+        self.seen: dict[str, tuple[Path, int, int]] = {}  # token -> (marker, judge pid, judge's parent pid)
+
+    def __call__(self) -> list[tuple[int, int]]:
+        from agentkern.config import home
+
+        for marker in home().rglob("candidate/started"):
+            try:
+                if marker.stat().st_mtime < self.since:
+                    continue
+                token = marker.read_text()
+            except OSError:
+                continue  # moved with its evaluation's folder meanwhile: found again at its new place
+            if token and token not in self.seen:
+                judge = _judge_of(marker)
+                self.seen[token] = (marker, judge or 0, _parent_of(judge) if judge else 0)
+        ordered = sorted(self.seen.items(), key=lambda item: int(item[0][:19]))
+        return [(pid, ppid) for _, (_, pid, ppid) in ordered]
+
+    def unlink(self, missing_ok: bool = True) -> None:
+        """Release every attempt still waiting."""
+        for marker, _, _ in self.seen.values():
+            if marker.parent.exists():
+                (marker.parent / "release").touch()
 
 
-def _kill_attempt(pids: Path, n: int, parent: bool = False) -> None:
-    """Wait for the n-th attempt (1-based) to start, then SIGKILL its sandbox worker (or that worker's
+def _judge_of(marker: Path) -> int | None:
+    folder = marker.parent.parent
+    if folder.name.startswith("runners-"):
+        return int(folder.name.split("-")[1])
+    workdir = folder.parent
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/cwd").resolve() == workdir.resolve():
+                return int(pid)
+        except OSError:
+            continue
+    return None
+
+
+def _parent_of(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return 0
+
+
+def _started(pids) -> list[tuple[int, int]]:
+    """(judge pid, its parent pid) of each attempt that has reached the candidate's import, in order."""
+    return pids()
+
+
+def _kill_attempt(pids, n: int, parent: bool = False) -> None:
+    """Wait for the n-th attempt (1-based) to start, then SIGKILL its sandboxed worker (or that worker's
     parent: a Ray worker process)."""
     _wait_for(lambda: len(_started(pids)) >= n, f"attempt {n} to start")
     pid, ppid = _started(pids)[n - 1]
@@ -135,6 +191,7 @@ def test_a_killed_local_worker_is_retried_once(tmp_path):
     with LocalExecutor(2) as executor:
         future = executor.submit(_relu_task(solution))
         _kill_attempt(pids, 1)
+        _wait_for(lambda: len(_started(pids)) >= 2, "attempt 2 to start")
         hold.unlink()  # the retry runs through
         result = future.result(timeout=DEADLINE_S)
     assert result.status == "ok", result.error
@@ -338,6 +395,7 @@ def test_a_killed_ray_worker_costs_only_its_task(ray_executor, tmp_path):
     future = ray_executor.submit(_relu_task(solution))
     _kill_attempt(pids, 1, parent=True)
     first_worker = _started(pids)[0][1]
+    _wait_for(lambda: len(_started(pids)) >= 2, "attempt 2 to start")
     hold.unlink()
     result = future.result(timeout=DEADLINE_S)
     assert result.status == "ok", result.error
