@@ -38,8 +38,8 @@ import json, sys
 sys.path.insert(0, {str(ROOT / "tests")!r})
 from support import fast_options
 from agentkern.harness.evaluate import evaluate
-problem, path = sys.argv[1], sys.argv[2]
-r = evaluate(problem, path, "cpu", fast_options(run_timeout_s=8, compile_timeout_s=20, memory_limit_gb=3))
+problem, path, timing = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+r = evaluate(problem, path, "cpu", fast_options(run_timeout_s=8, compile_timeout_s=20, memory_limit_gb=3, **timing))
 print({RESULT_PREFIX!r} + json.dumps({{
     "status": r.status, "correct": r.correct, "speedup": r.speedup, "error": r.error,
     "rejected_because": r.details.get("rejected_because"), "workdir": r.details.get("workdir"),
@@ -80,11 +80,15 @@ def _kill(pids: list[int]) -> None:
                 pass
 
 
-def _run_agentkern(problem: str, path: Path, env: dict) -> tuple[dict | None, str, float]:
+# A speedup is judged on enough timed calls that one stalled block on a busy 2-core host does not decide it.
+STEADY_TIMING = {"time_budget_s": 0.4, "min_timed_calls": 24, "max_timed_calls": 48}
+
+
+def _run_agentkern(problem: str, path: Path, env: dict, timing: dict) -> tuple[dict | None, str, float]:
     """(the verdict or None, what went wrong with agentkern itself, wall seconds)."""
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, problem, str(path)],
+        [sys.executable, "-c", _CHILD, problem, str(path), json.dumps(timing)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -142,7 +146,8 @@ def test_attack_is_defeated(path, tmp_path, monkeypatch):
     try:
         # The worker imports agentkern too: from this checkout, not whatever the venv has installed.
         pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-        result, broken, wall = _run_agentkern(problem, path, {**os.environ, "PYTHONPATH": pythonpath})
+        timing = STEADY_TIMING if expect == "no-advantage" else {}
+        result, broken, wall = _run_agentkern(problem, path, {**os.environ, "PYTHONPATH": pythonpath}, timing)
         print(f"{path.name}: {result or broken} ({wall:.1f} s)")  # shown with -rA: what each attack got
         # agentkern itself must survive every attack and come back with a verdict.
         if result is None:

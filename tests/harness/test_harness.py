@@ -51,9 +51,10 @@ def test_candidate_code_runs_in_a_child_and_every_timed_call_gets_fresh_inputs(t
     assert "CANDIDATE_WAS_HERE" not in os.environ  # its module code ran elsewhere
     assert not any(name.startswith("agentkern_candidate") for name in sys.modules)
     calls = [line.split() for line in log.read_text().splitlines()]
-    # 9 correctness trials (EvalOptions.trials) + 1 warm-up + 6 timed calls, no two with the same values.
-    assert len(calls) == 16
-    assert len({checksum for _, checksum in calls}) == 16
+    # 9 correctness trials (EvalOptions.trials) + 2 at a second shape + 1 warm-up + 6 timed calls, no two with
+    # the same values.
+    assert len(calls) == 18
+    assert len({checksum for _, checksum in calls}) == 18
     # Every trial's inputs are at the same address (new contents) to expose caches keyed on the pointer.
     assert calls[0][0] == calls[1][0] == calls[2][0] == calls[4][0]
 
