@@ -5,7 +5,7 @@ in-process, knowing the inputs, slowing the reference, torch/BLAS fallbacks, esc
 header says what defeating it means:
 - `# expect: defeated`: the verdict is not ok and carries no speedup;
 - `# expect: no-advantage`: the verdict may be ok (the kernel computes honestly), but its speedup stays
-  below 1.5 (an honest kernel of its kind gets about 1x);
+  below 1.5 times that of an honest kernel of its kind, evaluated in the same test (HONEST);
 - `# leaves-no-trace: process NAME` / `# leaves-no-trace: file HOME/...` (HOME, AGENTKERN_HOME): after the
   evaluation no such process runs and no such file exists;
 - `# max-wall-s: N`: the evaluation comes back within N seconds (every wait bounded by the judge).
@@ -29,7 +29,9 @@ from support import ROOT, read_expectation
 ATTACKS = sorted((ROOT / "tests" / "harness" / "attacks").glob("*.py"))
 CLASSES = ("forge_", "patch_", "knows_", "slow_ref_", "fallback_", "escape_")
 EVAL_TIMEOUT_S = 150  # far beyond what the limits below allow an honest evaluation, on a busy 2-core host
-NO_ADVANTAGE_SPEEDUP = 1.5
+NO_ADVANTAGE_SPEEDUP = 1.5  # times the speedup an honest kernel of its kind gets in the same test, side by side
+# The honest kernel an attack that computes honestly is compared with (its speedup is the host's, not a constant).
+HONEST = {"relu": ROOT / "kernels_dataset" / "solutions" / "relu_cpp.py"}
 RESULT_PREFIX = "attack-test-verdict: "  # not "agentkern-attack-": the cleanup kills those
 
 # Runs in a fresh interpreter: agentkern's process, which an attack may signal.
@@ -155,9 +157,11 @@ def test_attack_is_defeated(path, tmp_path, monkeypatch):
         elif expect == "defeated":
             if result["status"] == "ok" or result["speedup"] is not None:
                 failures.append(f"got through: {result}")
-        elif expect == "no-advantage":
-            if result["status"] == "ok" and not (result["speedup"] or 0) < NO_ADVANTAGE_SPEEDUP:
-                failures.append(f"speedup {result['speedup']:.3g} >= {NO_ADVANTAGE_SPEEDUP}: {result}")
+        elif expect == "no-advantage" and result["status"] == "ok":
+            honest, _, _ = _run_agentkern(problem, HONEST[problem], {**os.environ, "PYTHONPATH": pythonpath}, timing)
+            limit = NO_ADVANTAGE_SPEEDUP * max((honest or {}).get("speedup") or 1.0, 1.0)
+            if not (result["speedup"] or 0) < limit:
+                failures.append(f"speedup {result['speedup']:.3g} >= {limit:.3g} (1.5x the honest kernel's): {result}")
         if max_wall is not None and wall > max_wall:
             failures.append(f"the evaluation took {wall:.0f} s, more than {max_wall:.0f} s")
         time.sleep(0.5)  # a double-forked child may still be on its way to exec
