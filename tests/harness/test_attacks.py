@@ -4,8 +4,9 @@ Each file is a cheat against one class of the threat model (forging the verdict,
 in-process, knowing the inputs, slowing the reference, torch/BLAS fallbacks, escaping the sandbox). Its
 header says what defeating it means:
 - `# expect: defeated`: the verdict is not ok and carries no speedup;
-- `# expect: no-advantage`: the verdict may be ok (the kernel computes honestly), but its speedup stays
-  below 1.5 times that of an honest kernel of its kind, evaluated in the same test (HONEST);
+- `# expect: no-advantage`: the verdict may be ok (the kernel computes honestly), but the reference's time
+  beside it stays below 1.5 times the reference's time beside an honest kernel of its kind, evaluated in the
+  same test (HONEST): these attacks go for the reference's time;
 - `# leaves-no-trace: process NAME` / `# leaves-no-trace: file HOME/...` (HOME, AGENTKERN_HOME): after the
   evaluation no such process runs and no such file exists;
 - `# max-wall-s: N`: the evaluation comes back within N seconds (every wait bounded by the judge).
@@ -29,7 +30,7 @@ from support import ROOT, read_expectation
 ATTACKS = sorted((ROOT / "tests" / "harness" / "attacks").glob("*.py"))
 CLASSES = ("forge_", "patch_", "knows_", "slow_ref_", "fallback_", "escape_")
 EVAL_TIMEOUT_S = 150  # far beyond what the limits below allow an honest evaluation, on a busy 2-core host
-NO_ADVANTAGE_SPEEDUP = 1.5  # times the speedup an honest kernel of its kind gets in the same test, side by side
+NO_ADVANTAGE_SPEEDUP = 1.5  # times the reference's time beside an honest kernel of its kind, in the same test
 # The honest kernel an attack that computes honestly is compared with (its speedup is the host's, not a constant).
 HONEST = {"relu": ROOT / "kernels_dataset" / "solutions" / "relu_cpp.py"}
 RESULT_PREFIX = "attack-test-verdict: "  # not "agentkern-attack-": the cleanup kills those
@@ -43,7 +44,7 @@ from agentkern.harness.evaluate import evaluate
 problem, path, timing = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 r = evaluate(problem, path, "cpu", fast_options(run_timeout_s=8, compile_timeout_s=20, memory_limit_gb=3, **timing))
 print({RESULT_PREFIX!r} + json.dumps({{
-    "status": r.status, "correct": r.correct, "speedup": r.speedup, "error": r.error,
+    "status": r.status, "correct": r.correct, "speedup": r.speedup, "error": r.error, "reference_ms": r.reference_ms,
     "rejected_because": r.details.get("rejected_because"), "workdir": r.details.get("workdir"),
 }}), flush=True)
 """
@@ -158,10 +159,19 @@ def test_attack_is_defeated(path, tmp_path, monkeypatch):
             if result["status"] == "ok" or result["speedup"] is not None:
                 failures.append(f"got through: {result}")
         elif expect == "no-advantage" and result["status"] == "ok":
+            # What these attacks go for is the reference's time: compare it with the reference's time beside an
+            # honest kernel of the same kind, evaluated in the same test (the kernels' own speeds may differ).
             honest, _, _ = _run_agentkern(problem, HONEST[problem], {**os.environ, "PYTHONPATH": pythonpath}, timing)
-            limit = NO_ADVANTAGE_SPEEDUP * max((honest or {}).get("speedup") or 1.0, 1.0)
-            if not (result["speedup"] or 0) < limit:
-                failures.append(f"speedup {result['speedup']:.3g} >= {limit:.3g} (1.5x the honest kernel's): {result}")
+            limit = NO_ADVANTAGE_SPEEDUP * ((honest or {}).get("reference_ms") or float("inf"))
+            if path.name.startswith("slow_ref_") and not (result["reference_ms"] or 0) < limit:
+                failures.append(
+                    f"the reference took {result['reference_ms']:.3g} ms beside it, over 1.5x its "
+                    f"{honest['reference_ms']:.3g} ms beside an honest kernel: {result}"
+                )
+            # An attack on the inputs (a cache) goes for its own time instead: its speedup against the honest one's.
+            fastest_honest = NO_ADVANTAGE_SPEEDUP * max((honest or {}).get("speedup") or 1.0, 1.0)
+            if not path.name.startswith("slow_ref_") and not (result["speedup"] or 0) < fastest_honest:
+                failures.append(f"speedup {result['speedup']:.3g} >= {fastest_honest:.3g}: {result}")
         if max_wall is not None and wall > max_wall:
             failures.append(f"the evaluation took {wall:.0f} s, more than {max_wall:.0f} s")
         time.sleep(0.5)  # a double-forked child may still be on its way to exec
