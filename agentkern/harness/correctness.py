@@ -1,8 +1,5 @@
-"""Comparing a candidate's outputs with the reference's, inside the worker.
-
-The comparison functions are bound at import, before any candidate code runs, so a candidate that patches
-torch later cannot change how it is judged (and RuntimeSnapshot rejects it for trying).
-"""
+"""Comparing a candidate's outputs with the reference's, in the judge (the candidate's process never holds
+either the reference's answer or this code's state: harness/session.py)."""
 
 from __future__ import annotations
 
@@ -23,10 +20,6 @@ _abs, _sub, _le, _isnan, _isfinite, _count_nonzero = (
 )
 _TENSOR = torch.Tensor
 
-# Bytes the reference's output is overwritten with before it is freed: memory a candidate returns
-# without computing shows this pattern.
-POISON_BYTE = 0xA5
-
 
 def as_tensor_list(out, what: str) -> list[torch.Tensor]:
     """A forward's result as a list of tensors; only plain torch.Tensor counts (a subclass can lie)."""
@@ -37,48 +30,6 @@ def as_tensor_list(out, what: str) -> list[torch.Tensor]:
                 "not_a_tensor", f"{what} returned {type(item).__module__}.{type(item).__qualname__}, not a torch.Tensor"
             )
     return items
-
-
-def snapshot(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    return [t.detach().clone() for t in tensors]
-
-
-def poison(tensors: list[torch.Tensor]) -> None:
-    for t in tensors:
-        t.untyped_storage().fill_(POISON_BYTE)
-
-
-def poison_free_blocks(like: list[torch.Tensor], count: int = 4) -> None:
-    """Claim the allocator's free blocks of the outputs' size, poison them and give them back.
-
-    The reference's temporaries were freed holding partial answers; after this, the blocks a candidate
-    gets for a new output hold the poison instead, whichever of them the allocator picks.
-    """
-    claimed = [
-        torch.empty(t.untyped_storage().nbytes(), dtype=torch.uint8, device=t.device)
-        for t in like
-        for _ in range(count)
-    ]
-    for block in claimed:
-        block.fill_(POISON_BYTE)
-    del claimed
-
-
-def poisoned_fraction(t: torch.Tensor) -> float:
-    if t.numel() == 0:
-        return 0.0
-    raw = t.detach().contiguous().view(-1).view(torch.uint8)
-    return float((raw == POISON_BYTE).float().mean())
-
-
-def _span(t: torch.Tensor) -> tuple[int, int]:
-    storage = t.untyped_storage()
-    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
-
-
-def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
-    (a0, a1), (b0, b1) = _span(a), _span(b)
-    return a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

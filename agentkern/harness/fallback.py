@@ -185,7 +185,12 @@ class OpRecorder(TorchDispatchMode):
         return out
 
     def compute_families(self) -> set[str]:
-        return {op_family(op) for op in self.ops if op not in NEUTRAL_OPS}
+        return compute_families(self.ops)
+
+
+def compute_families(ops) -> set[str]:
+    """The op families of `ops` that compute (allocation, views and copies left out)."""
+    return {op_family(op) for op in ops if op not in NEUTRAL_OPS}
 
 
 def check_fallback(reference_families: set[str], candidate_families: set[str]) -> None:

@@ -59,9 +59,8 @@ def env(device: str, backend: str, threads: int | None, workdir: Path) -> dict[s
         PYTHONDONTWRITEBYTECODE="1",
         TMPDIR=str(workdir),
         # Serve blocks up to 32 MiB (glibc's maximum) from the heap and never trim it, as CUDA's caching
-        # allocator does on a GPU: freed blocks are handed out again, so a candidate that returns
-        # memory it never wrote gets the reference's poisoned block and is caught. It also spares both
-        # sides the page faults of a fresh mmap per call.
+        # allocator does on a GPU: it spares both sides (each in its own runner) the page faults of a
+        # fresh mmap per call.
         MALLOC_MMAP_THRESHOLD_=str(32 * 2**20),
         MALLOC_TRIM_THRESHOLD_=str(2**40),
     )

@@ -23,7 +23,7 @@ import torch
 
 from agentkern.harness import allowlist, build_cache, confine
 from agentkern.harness import correctness as C
-from agentkern.harness.fallback import check_fallback, op_family
+from agentkern.harness.fallback import check_fallback, compute_families
 from agentkern.harness.rejections import Rejected
 from agentkern.harness.second_shape import check_second_shape
 from agentkern.harness.sides import CandidateFailed, ReferenceFailed, Side
@@ -166,7 +166,7 @@ class EvalSession:
         if fallback is not None:
             raise fallback
         cand.check_native()  # a library loaded on a first call (a JIT's build)
-        check_fallback(_families(ref_ops), _families(cand_ops))
+        check_fallback(compute_families(ref_ops), compute_families(cand_ops))
         if record_details:
             self.details["reference_ops"] = sorted(ref_ops)
             self.details["candidate_ops"] = sorted(cand_ops)
@@ -300,12 +300,6 @@ class EvalSession:
     def _rejected(self, rej: Rejected) -> dict:
         self.details["rejected_because"] = rej.code
         return {"status": "rejected", "correct": False, "error": f"{rej.code}: {rej.message}", "details": self.details}
-
-
-def _families(ops: set[str]) -> set[str]:
-    from agentkern.harness.fallback import NEUTRAL_OPS
-
-    return {op_family(op) for op in ops if op not in NEUTRAL_OPS}
 
 
 def evaluate_request(request: dict, phase) -> dict:
