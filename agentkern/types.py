@@ -76,7 +76,7 @@ class EvalOptions:
     mode: TimingMode = "offline"
     time_budget_s: float = 0.5  # for all timed calls, both sides together
     min_timed_calls: int = 5
-    max_timed_calls: int = 50
+    max_timed_calls: int = 200  # blocks of ~20 ms (harness/timing.py), several of them, where memory allows
     compile_timeout_s: float = 300.0
     run_timeout_s: float = 120.0
     memory_limit_gb: float = 8.0

@@ -66,18 +66,6 @@ def refused(op: str) -> Rejected:
     )
 
 
-class PassthroughMode(TorchDispatchMode):
-    """The reference's side of a timed block: the same cost of a Python dispatch mode per op, nothing else,
-    so the candidate's AllowlistMode is not a handicap of its own."""
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return func(*args, **(kwargs or {}))
-
-
 class Traps:
     """Wrappers around the dispatch switches and numpy's ways into a tensor's memory, noting a call from the
     candidate's own code (`from_candidate(frame)`: guards.AuditGuard decides whose frame it is)."""

@@ -17,6 +17,7 @@ from agentkern import targets as T
 from agentkern.config import cache_dir, home
 from agentkern.errors import UserError
 from agentkern.harness.deaths import death_details, describe_death, worker_lost
+from agentkern.harness.omp_env import judge_thread_env
 from agentkern.harness.sandbox import SandboxOutcome, WarmPool, run_worker
 from agentkern.helpers import one_line
 from agentkern.types import EvalOptions, EvalResult, Target
@@ -66,6 +67,7 @@ def env(device: str, backend: str, threads: int | None, workdir: Path) -> dict[s
     )
     if threads:
         job_env["OMP_NUM_THREADS"] = str(threads)
+    job_env = judge_thread_env(job_env)  # the runners get the user's OpenMP settings back (runners.runner_env)
     b = _backend(backend)
     if b is not None and device == "cpu" and b.device_kind == "gpu":
         job_env.update(b.interpreter_env)  # read at import (TRITON_INTERPRET): before the candidate's kernels exist

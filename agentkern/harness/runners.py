@@ -25,18 +25,21 @@ import torch
 
 from agentkern.harness import confine
 from agentkern.harness.arena import DTYPES, Arena
+from agentkern.harness.omp_env import runner_thread_env
 from agentkern.harness.rejections import Rejected
 
 _perf = time.perf_counter
 REPLY_LIMIT = 1 << 20
 
 
-def runner_env(scratch: Path) -> dict[str, str]:
-    """A runner's own HOME, TMPDIR and build caches, all in its scratch folder (the only one it can write):
-    one candidate's build can never be loaded by another evaluation."""
+def runner_env(scratch: Path, judge_env: dict[str, str]) -> dict[str, str]:
+    """A runner's environment: the judge's, with the user's OpenMP settings back, and its own HOME, TMPDIR and
+    build caches, all in its scratch folder (the only one it can write): one candidate's build can never be
+    loaded by another evaluation."""
     from agentkern import backends
 
-    env = {"HOME": str(scratch / "home"), "TMPDIR": str(scratch / "tmp")}
+    env = runner_thread_env(judge_env)
+    env.update(HOME=str(scratch / "home"), TMPDIR=str(scratch / "tmp"))
     for b in backends.all():
         for var, kind in b.cache_env.items():
             env[var] = str(scratch / "cache" / kind)
@@ -57,7 +60,7 @@ class RunnerProcess:
         self.scratch = scratch
         self.log_path = log_path
         self.inside = confine.inside(scratch) if confined else scratch  # the scratch folder as the runner sees it
-        env = {**env, **runner_env(self.inside)}
+        env = runner_env(self.inside, env)
         reply_r, reply_w = os.pipe()
         argv = [sys.executable, "-m", "agentkern.harness.runner", str(reply_w), str(self.arena.fd)]
         with open(log_path, "wb") as log:

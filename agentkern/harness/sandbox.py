@@ -94,6 +94,9 @@ def _spawn(args: list[str], cwd: Path, env: dict[str, str], log_path: Path, stdi
 # rest (TMPDIR) go in the request.
 SPAWN_TIME_VARS = (
     "OMP_NUM_THREADS",
+    "OMP_WAIT_POLICY",  # the judge's and (omp_env.py) the runners' the spare started
+    "OMP_PROC_BIND",
+    "AGENTKERN_USER_OMP_WAIT_POLICY",
     "MALLOC_MMAP_THRESHOLD_",
     "MALLOC_TRIM_THRESHOLD_",
     # Every backend's caches and interpreter switch (agentkern/backends/): AGENTKERN_CPP_CACHE, TRITON_INTERPRET, ...

@@ -3,8 +3,9 @@
 Each side runs in its own runner process (runners.py). A block of n calls is timed on the judge's clock,
 from just before the runner is thawed to just after it is stopped again having answered: a candidate
 cannot touch the clock, and work it defers past its answer is still inside its time. The cost of the
-handshake itself (thaw, one line each way, stop) is measured on the reference's runner with empty blocks
-and taken off both sides; blocks are sized so that it stays a few percent of a block even so. Blocks
+machinery itself (thaw, the command, the inputs' views, the answer, stop) is measured on the reference's
+runner with dry blocks of the same size and taken off both sides; blocks are sized so that it stays a small
+part of a block even so. Blocks
 alternate between the sides, each call gets fresh inputs in fresh memory, and every timed output is
 compared with the reference's output for the same inputs.
 Two modes, as in the CUDA-L2 paper: `offline` (blocks of back-to-back calls) and `server` (one call per
@@ -52,7 +53,7 @@ class CacheFlusher:
         self.buffer.zero_()
 
 
-TARGET_BLOCK_S = 0.002  # the handshake (~50 us here) stays a few percent of a block
+TARGET_BLOCK_S = 0.02  # per-block costs (a first call on cold caches) stay a small part of a block
 BLOCK_MEMORY_BYTES = 256 * 2**20  # inputs and kept outputs of one block, per side
 HANDSHAKE_PROBES = 7
 
@@ -76,9 +77,15 @@ class _Pairs:
         self.reference, self.candidate, self.fresh_inputs = reference, candidate, fresh_inputs
         self.tolerance_for, self.explain_mismatch, self.like = tolerance_for, explain_mismatch, like
         self.flusher, self.rng = flusher, rng
-        self.handshake_s = statistics.median(reference.empty_block_seconds() for _ in range(HANDSHAKE_PROBES))
+        self.handshake_s = self.overhead_s(1)
         self.counter = iter(range(10**9))
         self.recent: list = []  # the last few answers of earlier blocks: a candidate replaying one is caching
+
+    def overhead_s(self, n: int) -> float:
+        """What a block of n calls costs besides the calls (handshake, command, inputs' views, answer), as the
+        median of dry blocks on the reference's runner: taken off both sides' blocks."""
+        sample = self.fresh_inputs(-2)
+        return statistics.median(self.reference.dry_block_seconds([sample] * n) for _ in range(HANDSHAKE_PROBES))
 
     def _timed(self, side, calls):
         if self.flusher is not None:
@@ -136,6 +143,7 @@ def measure_blocks(
     n = _block_size(min(warm_ref, warm_cand) / 1e3, call_bytes, calls, mode)
     blocks = max(min(3, calls), math.ceil(calls / n))
     n = max(1, math.ceil(calls / blocks)) if mode != "server" else 1
+    pairs.handshake_s = pairs.overhead_s(n)
     ref_samples, cand_samples = Samples(), Samples()
     for b in range(blocks):
         ref_ms, cand_ms = pairs.pair(n, cand_first=b % 2 == 1)  # alternate who goes first
