@@ -83,8 +83,9 @@ def _kill(pids: list[int]) -> None:
                 pass
 
 
-# A speedup is judged on enough timed calls that one stalled block on a busy 2-core host does not decide it.
-STEADY_TIMING = {"time_budget_s": 0.4, "min_timed_calls": 24, "max_timed_calls": 48}
+# A speedup is judged on enough timed blocks (5-16 of ~20 ms) that one stalled block on a busy 2-core host does
+# not decide it: with 3 blocks (48 calls) the median moved 0.28-0.43 ms for the same reference.
+STEADY_TIMING = {"time_budget_s": 1.0, "min_timed_calls": 24, "max_timed_calls": 200}
 
 
 def _run_agentkern(problem: str, path: Path, env: dict, timing: dict) -> tuple[dict | None, str, float]:
@@ -136,6 +137,28 @@ def test_attack_file_is_well_formed(path):
     assert (ROOT / "kernels_dataset" / "problems" / f"{problem}.py").exists()
 
 
+def _advantage(problem: str, path: Path, result: dict, env: dict, timing: dict) -> str | None:
+    """What an attack that computes honestly gained over an honest kernel evaluated beside it, or None."""
+    if result["status"] != "ok":
+        return None
+    honest, _, _ = _run_agentkern(problem, HONEST[problem], env, timing)
+    if path.name.startswith("slow_ref_"):
+        # What these attacks go for is the reference's time: compare it with the reference's time beside an
+        # honest kernel of the same kind (the kernels' own speeds may differ).
+        limit = NO_ADVANTAGE_SPEEDUP * ((honest or {}).get("reference_ms") or float("inf"))
+        if not (result["reference_ms"] or 0) < limit:
+            return (
+                f"the reference took {result['reference_ms']:.3g} ms beside it, over 1.5x its "
+                f"{honest['reference_ms']:.3g} ms beside an honest kernel: {result}"
+            )
+        return None
+    # An attack on the inputs (a cache) goes for its own time instead: its speedup against the honest one's.
+    fastest_honest = NO_ADVANTAGE_SPEEDUP * max((honest or {}).get("speedup") or 1.0, 1.0)
+    if not (result["speedup"] or 0) < fastest_honest:
+        return f"speedup {result['speedup']:.3g} >= {fastest_honest:.3g}: {result}"
+    return None
+
+
 @pytest.mark.parametrize("path", ATTACKS, ids=lambda p: p.stem)
 def test_attack_is_defeated(path, tmp_path, monkeypatch):
     problem, expect, traces, max_wall = _headers(path)
@@ -159,19 +182,13 @@ def test_attack_is_defeated(path, tmp_path, monkeypatch):
             if result["status"] == "ok" or result["speedup"] is not None:
                 failures.append(f"got through: {result}")
         elif expect == "no-advantage" and result["status"] == "ok":
-            # What these attacks go for is the reference's time: compare it with the reference's time beside an
-            # honest kernel of the same kind, evaluated in the same test (the kernels' own speeds may differ).
-            honest, _, _ = _run_agentkern(problem, HONEST[problem], {**os.environ, "PYTHONPATH": pythonpath}, timing)
-            limit = NO_ADVANTAGE_SPEEDUP * ((honest or {}).get("reference_ms") or float("inf"))
-            if path.name.startswith("slow_ref_") and not (result["reference_ms"] or 0) < limit:
-                failures.append(
-                    f"the reference took {result['reference_ms']:.3g} ms beside it, over 1.5x its "
-                    f"{honest['reference_ms']:.3g} ms beside an honest kernel: {result}"
-                )
-            # An attack on the inputs (a cache) goes for its own time instead: its speedup against the honest one's.
-            fastest_honest = NO_ADVANTAGE_SPEEDUP * max((honest or {}).get("speedup") or 1.0, 1.0)
-            if not path.name.startswith("slow_ref_") and not (result["speedup"] or 0) < fastest_honest:
-                failures.append(f"speedup {result['speedup']:.3g} >= {fastest_honest:.3g}: {result}")
+            env = {**os.environ, "PYTHONPATH": pythonpath}
+            advantage = _advantage(problem, path, result, env, timing)
+            if advantage is not None:  # timings on this VM stall now and then: an attack gains every time
+                again, _, _ = _run_agentkern(problem, path, env, timing)
+                second = _advantage(problem, path, again, env, timing) if again else "no verdict the second time"
+                if second is not None:
+                    failures.append(f"{advantage}; and again: {second}")
         if max_wall is not None and wall > max_wall:
             failures.append(f"the evaluation took {wall:.0f} s, more than {max_wall:.0f} s")
         time.sleep(0.5)  # a double-forked child may still be on its way to exec

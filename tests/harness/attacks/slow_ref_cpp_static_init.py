@@ -10,7 +10,6 @@ on; the exported relu sets `g_pause` for its own duration. The kernel itself is 
 """
 # problem: relu
 # expect: no-advantage
-# known-open: in two clean CI runs the reference measured beside it was over 1.5x slower than beside relu_cpp.py although the candidate is frozen while the reference runs; not yet explained (docs/harness.md)
 
 import ctypes
 
