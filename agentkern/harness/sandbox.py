@@ -174,6 +174,14 @@ def run_worker(
     else:
         log_path = workdir / protocol.LOG
         proc = _spawn([str(request_path)], workdir, env, log_path, subprocess.DEVNULL, prefix)
+    if pool is not None and not prefix:
+        # The next spare imports torch now, beside this evaluation's build and check: its import holds the
+        # device's shared lock (device_lock.py), so it never runs while a candidate is timed. Its three imports
+        # (the judge's and the two runners' it pre-starts, ~2.2 s of both cores here) outlast the build and
+        # check, so this evaluation's timing waits for them (queued_s); started after the evaluation instead,
+        # a spare with idle time before the next request is ready (harness_overhead's warm-ready 2.39 s
+        # against 4.28 s), but back to back the bench took 350 s against 311-323 s (2026-11-25): kept here.
+        pool.refill(env)
     rss: dict[str, int] = {}
     try:
         killed_for, phase = _watch(proc, workdir, limits, rss)
@@ -190,11 +198,7 @@ def run_worker(
     if warm is not None:  # keep the log with the evaluation it belongs to
         log_path = Path(shutil.move(log_path, workdir / protocol.LOG))
     if pool is not None:
-        # The next spare starts only now. Its imports (the judge's torch, and the two runners' it pre-starts:
-        # about 2.2 s of both cores here) hold the device's shared lock (device_lock.py) and never run beside
-        # a measurement: started with this evaluation, as when a spare imported torch once, they made its
-        # timing wait for them (queued_s 2.2 s of a 4.4 s evaluation, measured 2026-11-25).
-        pool.refill(env)
+        pool.refill(env)  # when no spare was started above
     return SandboxOutcome(
         result=_read_result(workdir) if killed_for is None else None,
         returncode=proc.returncode,
