@@ -210,12 +210,13 @@ class Side:
         """The candidate's in-process guards, after a block (outside any timed window)."""
         self.ask({"op": "check", "first": first})
 
-    def dry_block_seconds(self, calls: list[list]) -> float:
-        """A block of these calls that does everything but call the model: what the handshake and the protocol
-        cost (thaw, the command, the inputs' views, the answer, stop). Asked of the reference's runner only."""
+    def dry_block_seconds(self, calls: list[list], repeats: int) -> list[float]:
+        """`repeats` blocks of these calls that do everything but call the model: what the handshake and the
+        protocol cost (thaw, the command, the inputs' views, the answer, stop). The inputs are written once.
+        Asked of the reference's runner only."""
         specs = self.runner.arena.write(calls)
         cmd = {"op": "block", "calls": specs, "arena_size": self.runner.arena.size, "dry": True}
-        return self.ask(cmd)[1]
+        return [self.ask(cmd)[1] for _ in range(repeats)]
 
     def _protocol(self, what: str) -> Exception:
         if self.is_candidate:

@@ -85,7 +85,7 @@ class _Pairs:
         """What a block of n calls costs besides the calls (handshake, command, inputs' views, answer), as the
         median of dry blocks on the reference's runner: taken off both sides' blocks."""
         sample = self.fresh_inputs(-2)
-        return statistics.median(self.reference.dry_block_seconds([sample] * n) for _ in range(HANDSHAKE_PROBES))
+        return statistics.median(self.reference.dry_block_seconds([sample] * n, HANDSHAKE_PROBES))
 
     def _timed(self, side, calls):
         if self.flusher is not None:
