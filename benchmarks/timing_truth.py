@@ -8,7 +8,8 @@
 Both models in this one process (so: trusted kernels only), timed in alternating blocks of back-to-back
 calls, each side on its own fresh `get_inputs()` draws made for that block, as harness/timing.py does
 across its two runner processes. No freezing, no pipes, no dispatch mode: what is left is the convention
-(fresh inputs for each call, written before the block), so the harness's figure can be compared with it
+(fresh inputs for each call, written before the block; with --keep-outputs each call's output in memory of
+its own until the block ends, as a runner keeps them for the judge to read), so the harness's figure can be compared with it
 (docs/harness.md, "Measured before and after harness v2"). It prints figures; it asserts nothing.
 """
 
@@ -37,6 +38,9 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=12)
     parser.add_argument("--calls", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--keep-outputs", action="store_true", help="keep each call's output until the block ends (as a runner does)"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -52,9 +56,12 @@ def main() -> None:
         for block in range(args.blocks):
             for name, model in sides if block % 2 else sides[::-1]:  # alternate who goes first
                 calls = [problem.get_inputs() for _ in range(args.calls)]
+                kept = []
                 t0 = time.perf_counter()
                 for call in calls:
-                    model(*call)
+                    out = model(*call)
+                    if args.keep_outputs:
+                        kept.append(out)
                 times[name].append((time.perf_counter() - t0) / args.calls)
     ref, ker = (statistics.median(times[k][2:]) for k in ("reference", "kernel"))  # the first blocks warm up
     print(

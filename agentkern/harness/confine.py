@@ -19,6 +19,10 @@ import sys
 from pathlib import Path
 
 BWRAP = "bwrap"
+# Processes and threads a confined runner may have at once (RLIMIT_NPROC inside its own user namespace):
+# torch's and OpenMP's threads and a build's compilers need a few dozen even on a 64-core host.
+MAX_TASKS = 512
+MAX_TASKS_VARIABLE = "AGENTKERN_MAX_TASKS"
 ISOLATION_BWRAP = "bubblewrap"
 ISOLATION_PROCESS = "process"
 
@@ -89,6 +93,9 @@ def command(argv: list[str], scratch: Path) -> list[str]:
     for needed in _outermost(p for p in _needed_paths() if _contains(Path("/tmp"), p) and p.exists()):
         args += ["--ro-bind", str(needed), str(needed)]
     args += ["--bind", str(scratch), str(SANDBOX_SCRATCH), "--chdir", str(SANDBOX_SCRATCH)]
+    # The runner caps its tasks before any candidate code (deaths.cap_tasks): in its own user namespace the
+    # kernel counts only the sandbox's processes and threads against the limit, so a fork bomb stops there.
+    args += ["--setenv", MAX_TASKS_VARIABLE, str(MAX_TASKS)]
     return [*args, "--", *argv]
 
 

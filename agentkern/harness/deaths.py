@@ -74,6 +74,21 @@ def cap_file_size(limit_bytes: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
 
 
+def cap_tasks() -> None:
+    """In a confined runner, before any candidate code: at most AGENTKERN_MAX_TASKS processes and threads
+    (confine.py sets it). Soft and hard, so the candidate cannot raise it. The kernel counts RLIMIT_NPROC per
+    user namespace, and bubblewrap gave the runner its own, so only the sandbox's tasks count. Unset outside
+    bubblewrap: there the count is the whole user's, and no fixed limit would be right. Root is exempt from
+    RLIMIT_NPROC (the kernel's rule); the memory watch and the wall clock still bound a fork bomb there."""
+    import resource
+
+    from agentkern.harness.confine import MAX_TASKS_VARIABLE
+
+    value = os.environ.pop(MAX_TASKS_VARIABLE, "")
+    if value.isdigit():
+        resource.setrlimit(resource.RLIMIT_NPROC, (int(value), int(value)))
+
+
 def read_tail(path: Path, max_bytes: int = LOG_TAIL_BYTES) -> str:
     """The last `max_bytes` of a file, decoded leniently: agentkern's memory never grows with a log."""
     try:

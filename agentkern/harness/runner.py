@@ -200,9 +200,10 @@ def _is_compile_failure(exc: BaseException) -> bool:
 def main() -> None:
     import signal
 
-    from agentkern.harness.deaths import die_with_parent
+    from agentkern.harness.deaths import cap_tasks, die_with_parent
 
     die_with_parent()
+    cap_tasks()
     # Python starts with SIGXFSZ ignored (a write past the file-size limit then fails with EFBIG, which a
     # candidate can catch and go on): the default kills the runner at the limit, and the judge says why.
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)

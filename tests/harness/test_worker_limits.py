@@ -2,12 +2,16 @@
 flood of output, a kill that must say who killed. (Unit side: tests/unit/test_deaths.py; the command line:
 tests/e2e/test_cli.py.)"""
 
+import os
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
+import pytest
 from support import RELU_KERNEL, fast_options
 
-from agentkern.harness import sandbox
+from agentkern.harness import confine, sandbox
 from agentkern.harness.evaluate import evaluate
 
 RELU = """
@@ -110,3 +114,34 @@ def test_the_memory_watchdog_says_it_was_agentkern(tmp_path):
     assert result.status == "crashed" and "agentkern's watchdog" in result.error, result.error
     # The watchdog kills with SIGKILL too, yet the verdict names agentkern, and the evaluation is not "lost".
     assert result.details["killed_by"] == "agentkern (memory)" and not result.details.get("worker_lost")
+
+
+_THREAD_BOMB = """
+import resource, threading, time
+from agentkern.harness.deaths import cap_tasks
+cap_tasks()
+started = 0
+try:
+    for _ in range(2000):
+        threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+        started += 1
+except RuntimeError:
+    pass
+print(resource.getrlimit(resource.RLIMIT_NPROC)[0], started)
+"""
+
+
+@pytest.mark.skipif(not confine.bwrap_status()[0], reason="bubblewrap cannot start here")
+def test_a_confined_runner_cannot_start_more_tasks_than_its_cap(tmp_path):
+    argv = confine.command([sys.executable, "-c", _THREAD_BOMB], tmp_path)
+    out = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    limit, started = map(int, out.stdout.split())
+    assert limit == confine.MAX_TASKS  # soft and hard, set before any candidate code
+    if os.geteuid() != 0:  # the kernel exempts root from RLIMIT_NPROC; measured as nobody: stops at the cap
+        assert started < confine.MAX_TASKS
