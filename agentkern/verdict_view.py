@@ -63,6 +63,7 @@ def print_eval(console: Console, result: EvalResult) -> None:
             f"({d.get('roofline_bound_ms', 0):.4g} ms)",
             highlight=False,
         )
+    _print_compiled(console, d.get("compiled"))
     if d.get("suspicious") and result.status != "suspicious":  # a suspicious verdict's error says it already
         console.print(f"  [bold red]suspicious:[/] {d['suspicious']}", highlight=False)
     check = d.get("roofline_check")
@@ -72,3 +73,26 @@ def print_eval(console: Console, result: EvalResult) -> None:
         console.print("  isolation: plain processes, not bubblewrap (see `agentkern doctor`)", highlight=False)
     if d.get("workdir"):
         console.print(f"  sandbox folder: {d['workdir']}", highlight=False)
+
+
+def compiled_line(kernel: dict) -> str:
+    """One compiled kernel's resources, as `eval` and the traces show them."""
+    if "error" in kernel:
+        return f"{kernel['kernel']}: does not compile: {kernel['error']}"
+    mix = ", ".join(name for name, count in kernel.get("instructions", {}).items() if count) or "no tensor-core ops"
+    spills = f"{kernel['spill_bytes']} B spilled" if kernel.get("spill_bytes") else "no spills"
+    return (
+        f"{kernel['kernel']}: {kernel['registers']} registers, {kernel['shared_bytes'] / 1024:.1f} KiB shared, "
+        f"{spills}, {kernel['num_warps']} warps, occupancy {kernel.get('occupancy', 0):.0%} ({mix})"
+    )
+
+
+def _print_compiled(console: Console, compiled: dict | None) -> None:
+    if not compiled:
+        return
+    if "unavailable" in compiled:
+        console.print(f"  compiled for the target: not done ({compiled['unavailable']})", highlight=False)
+        return
+    console.print(f"  compiled for {compiled['arch']} ({compiled['source']}):", highlight=False)
+    for kernel in compiled["kernels"]:
+        console.print(f"    {compiled_line(kernel)}", highlight=False)

@@ -67,7 +67,7 @@ def evaluate(
         shutil.rmtree(again.workdir, ignore_errors=True)
         return jobs.verdict_of(again, base)
 
-    return _finish(judge(), base, tgt, device, keep_workdir, retime)
+    return _finish(judge(), base, tgt, device, keep_workdir, retime, sol.source)
 
 
 def _refused_before_running(sol: SourceFile, base: dict) -> EvalResult | None:
@@ -107,11 +107,15 @@ def _request(prob, sol, backend: str, device: str, timing: str, size, tgt: Targe
     }
 
 
-def _finish(job: jobs.Job, base: dict, tgt: Target, device: str, keep_workdir: bool, retime=None) -> EvalResult:
+def _finish(
+    job: jobs.Job, base: dict, tgt: Target, device: str, keep_workdir: bool, retime=None, source: str | None = None
+) -> EvalResult:
     result = jobs.verdict_of(job, base)
     if job.outcome.result is None:
         result.details["workdir"] = str(job.workdir)
     else:
+        if source is not None and result.details.get("launches") and tgt.kind == "gpu":
+            _compile_for_target(result, source, tgt, job.workdir / "compiled")
         if result.status != "ok":
             result.details["log_tail"] = job.outcome.log
         _add_roofline(result, tgt, device, retime=retime)
@@ -122,6 +126,19 @@ def _finish(job: jobs.Job, base: dict, tgt: Target, device: str, keep_workdir: b
     else:
         result.details["workdir"] = str(job.workdir)
     return result
+
+
+def _compile_for_target(result: EvalResult, source: str, tgt: Target, folder: Path) -> None:
+    """The Triton kernels compiled for the target's architecture (triton_compile.py): their resources in
+    details.compiled, and a kernel that cannot launch there refused before any GPU sees it."""
+    from agentkern.harness.triton_compile import compile_for_target
+
+    compiled = compile_for_target(source, result.details["launches"], tgt, folder)
+    result.details["compiled"] = compiled
+    if compiled.get("refused") and result.status in ("ok", "incorrect"):
+        result.status, result.correct, result.error = "compile_error", False, compiled["refused"]
+        result.speedup = result.kernel_ms = result.reference_ms = None
+        result.details["rejected_because"] = "cannot_launch_on_target"
 
 
 def _add_roofline(result: EvalResult, target: Target, device: str, remeasure=None, retime=None) -> None:

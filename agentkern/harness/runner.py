@@ -37,6 +37,7 @@ class Runner:
         self.device = None
         self.guards = None
         self.kept: list = []
+        self.records_launches = False
 
     def answer(self, message: dict) -> None:
         self.reply.write(json.dumps(message) + "\n")
@@ -62,6 +63,9 @@ class Runner:
         self._begin(watch=False)
         try:
             if cmd["kind"] == "solution":
+                from agentkern.harness import launch_record
+
+                self.records_launches = launch_record.install()  # Triton's interpreter: note each launch
                 cls = load_module(str(path), "agentkern_candidate").ModelNew
             else:
                 module = load_problem_module(str(path), "agentkern_reference", cmd.get("size"))
@@ -98,6 +102,11 @@ class Runner:
         else:
             mode = contextlib.nullcontext()
         self._begin(watch=bool(cmd.get("watch")))
+        launches = self.records_launches and bool(cmd.get("record") or cmd.get("plan"))
+        if launches:
+            from agentkern.harness import launch_record
+
+            launch_record.start(skip=bool(cmd.get("plan")))
         try:
             if cmd.get("dry"):  # the machinery's own cost (timing.py): views of the inputs, no model call
                 outputs = [[a for a in self.mapping.args(call) if hasattr(a, "data_ptr")][:1] for call in cmd["calls"]]
@@ -107,6 +116,10 @@ class Runner:
             self._end()
         described = [[self._describe(t) for t in outs] for outs in outputs]
         answer = {"outputs": described}
+        if launches:
+            from agentkern.harness import launch_record
+
+            answer["launches"] = launch_record.take()
         if getattr(mode, "refused", None):
             answer["refused_op"] = mode.refused  # the judge decides when (after its own checks of the trial)
         if self.guards is not None and self.guards.traps.caught:

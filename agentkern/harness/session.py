@@ -150,6 +150,10 @@ class EvalSession:
             if trial == 0 and record_details:
                 self.flops = float(expected_block.answer.get("flops", 0.0))
             got = cand.run_block([args], [expected], record=True, watch=True)
+            if trial == 0 and record_details and got.answer.get("launches"):
+                from agentkern.harness.launch_record import validated
+
+                self.details["launches"] = validated(got.answer["launches"])  # Triton's, for the compiler
             cand_ops |= {str(op) for op in got.answer.get("ops", [])[:MAX_REPORTED_OPS]}
             fallback = fallback or allowlist.fallback_verdict(got.answer)
             mutated = cand.inputs_unchanged([args])

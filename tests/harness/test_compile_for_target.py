@@ -1,0 +1,41 @@
+"""A Triton candidate compiled for the target GPU's architecture without that GPU (issue 15): its resources and
+instruction mix in the verdict, and a kernel that cannot launch there refused."""
+
+from pathlib import Path
+
+import pytest
+
+from agentkern.harness.evaluate import evaluate
+from agentkern.types import EvalOptions
+
+GEMM = Path(__file__).parents[1] / "data" / "triton_gemm_fp16.py"
+QUICK = EvalOptions(trials=2, second_shape="off")
+
+
+def _variant(tmp_path, **constants) -> Path:
+    text = GEMM.read_text()
+    for name, value in constants.items():
+        text = text.replace(f"\n{name} = ", f"\n{name} = {value}  # was ", 1)
+    path = tmp_path / "variant.py"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("target", "tensor_op", "arch"), [("h100", "wgmma", "sm_90a"), ("a100", "mma", "sm_80")])
+def test_a_hand_written_triton_kernel_gets_its_compiled_resources(target, tensor_op, arch):
+    verdict = evaluate("matmul_fp16", GEMM, target, QUICK)
+    assert verdict.status == "ok", verdict.error
+    compiled = verdict.details["compiled"]
+    assert compiled["arch"] == arch and compiled["source"] == "compiled from the source text"
+    (kernel,) = compiled["kernels"]
+    assert kernel["kernel"] == "gemm_kernel" and kernel["instructions"][tensor_op] > 0
+    assert 0 < kernel["registers"] <= 255 and kernel["shared_bytes"] > 0 and kernel["threads"] == 128
+    assert 0 < kernel["occupancy"] <= 1 and "cannot_launch" not in kernel
+    assert compiled["launches"][0]["grid"][0] > 0
+
+
+def test_tiles_that_need_more_shared_memory_than_the_target_has_are_refused(tmp_path):
+    big = _variant(tmp_path, BLOCK_M=256, BLOCK_N=256, BLOCK_K=256)
+    verdict = evaluate("matmul_fp16", big, "h100", QUICK)
+    assert verdict.status == "compile_error" and not verdict.correct and verdict.speedup is None
+    assert "227 KiB" in verdict.error and verdict.details["rejected_because"] == "cannot_launch_on_target"
