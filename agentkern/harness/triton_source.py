@@ -83,9 +83,11 @@ def _jit_decorator(fn: ast.FunctionDef) -> ast.expr | None:
 
 def reduce_source(source: str) -> tuple[str, list[str]]:
     """(the reduced module's text, the names of its jit functions). Raises Unreducible."""
+    from agentkern.helpers import parse_python
+
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        tree = parse_python(source)
+    except (SyntaxError, ValueError) as exc:
         raise Unreducible(f"the file does not parse: {type(exc).__name__}") from None
     kept: list[ast.stmt] = []
     kernels: list[str] = []
