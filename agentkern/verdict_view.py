@@ -64,6 +64,7 @@ def print_eval(console: Console, result: EvalResult) -> None:
             highlight=False,
         )
     _print_compiled(console, d.get("compiled"))
+    _print_prediction(console, d.get("prediction"), d.get("plan"))
     if d.get("suspicious") and result.status != "suspicious":  # a suspicious verdict's error says it already
         console.print(f"  [bold red]suspicious:[/] {d['suspicious']}", highlight=False)
     check = d.get("roofline_check")
@@ -96,3 +97,29 @@ def _print_compiled(console: Console, compiled: dict | None) -> None:
     console.print(f"  compiled for {compiled['arch']} ({compiled['source']}):", highlight=False)
     for kernel in compiled["kernels"]:
         console.print(f"    {compiled_line(kernel)}", highlight=False)
+
+
+def size_label(size) -> str:
+    if isinstance(size, dict):
+        return "size " + ", ".join(f"{k}={v}" for k, v in sorted(size.items()))
+    return f"the {size} size" if size else "the problem's size"
+
+
+def _print_prediction(console: Console, prediction: dict | None, plan: dict | None) -> None:
+    if plan and plan.get("unavailable"):
+        console.print(f"  at the gpu size: not planned ({plan['unavailable']})", highlight=False)
+    if not prediction:
+        return
+    if "unavailable" in prediction:
+        console.print(f"  predicted: not available ({prediction['unavailable']})", highlight=False)
+        return
+    low, high = (prediction.get("band") or {}).get("speedup", [None, None])
+    band = f" ({low:.2f}-{high:.2f}x)" if low else ""
+    console.print(
+        f"  [bold]predicted[/] at {size_label(prediction.get('size'))}: kernel {_ms(prediction['kernel_ms'])}, "
+        f"reference {_ms(prediction['reference_ms'])} (eager PyTorch), speedup {prediction['speedup']:.2f}x{band}; "
+        f"{prediction['model']}, not measured",
+        highlight=False,
+    )
+    if prediction.get("notes"):
+        console.print(f"    {'; '.join(prediction['notes'])}", highlight=False)

@@ -104,6 +104,8 @@ def _request(prob, sol, backend: str, device: str, timing: str, size, tgt: Targe
         "seeds": seeds,
         "timing_seed": seeds[-1] + 10_000,
         "flush_bytes": jobs.flush_bytes(tgt, device),
+        # A GPU that is not here: after the trials at this size, plan the launches at the gpu size (gpu_plan.py).
+        "plan": tgt.kind == "gpu" and timing != "measure" and size != "gpu",
     }
 
 
@@ -133,12 +135,31 @@ def _compile_for_target(result: EvalResult, source: str, tgt: Target, folder: Pa
     details.compiled, and a kernel that cannot launch there refused before any GPU sees it."""
     from agentkern.harness.triton_compile import compile_for_target
 
-    compiled = compile_for_target(source, result.details["launches"], tgt, folder)
+    plan = result.details.get("plan") or {}
+    at_plan = bool(plan.get("launches"))  # the gpu size's launches (gpu_plan.py), else the check size's
+    launches = plan["launches"] if at_plan else result.details["launches"]
+    compiled = compile_for_target(source, launches, tgt, folder)
+    compiled["size"] = plan["size"] if at_plan else result.details.get("size")
     result.details["compiled"] = compiled
     if compiled.get("refused") and result.status in ("ok", "incorrect"):
         result.status, result.correct, result.error = "compile_error", False, compiled["refused"]
         result.speedup = result.kernel_ms = result.reference_ms = None
         result.details["rejected_because"] = "cannot_launch_on_target"
+    elif result.correct and "kernels" in compiled:
+        result.details["prediction"] = _predict(tgt, compiled, plan if at_plan else {}, result.details, len(launches))
+
+
+def _predict(tgt: Target, compiled: dict, plan: dict, details: dict, launches: int) -> dict:
+    """The compiled kernels' predicted times (targets/kernel_model.py), at the size their launches were noted."""
+    from agentkern.targets import kernel_model
+
+    work = plan.get("work") or details.get("work") or {}
+    try:
+        prediction = kernel_model.predict_compiled(tgt, compiled, work, plan.get("eager_ops"), launches)
+    except (KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
+        return {"unavailable": f"the model cannot price these kernels: {type(exc).__name__}: {exc}"}
+    size = plan.get("constants") or details.get("size")
+    return prediction.to_json() | {"band": kernel_model.band(prediction), "size": size, "predicted": True}
 
 
 def _add_roofline(result: EvalResult, target: Target, device: str, remeasure=None, retime=None) -> None:

@@ -252,6 +252,10 @@ class EvalSession:
                 return self._with_timing(result, timing)
             if verdict["correct"]:
                 self.details["timing"] = {"unavailable": self.req["timing"]}
+                if self.req.get("plan") and self.details.get("launches"):
+                    from agentkern.harness.gpu_plan import plan
+
+                    self.details["plan"] = self._in_phase("run", "plan_s", lambda: plan(self))
             return result
         except Rejected as rej:
             return self._rejected(rej)

@@ -187,6 +187,14 @@ class Side:
             outputs.append([self.runner.read_tensor(d, like[j] if like else None) for j, d in enumerate(outs)])
         return Block(outputs, seconds, answer)
 
+    def plan_call(self, inputs: list[dict]) -> dict:
+        """One call on empty tensors of these shapes ({"shape", "dtype"} or {"value"}), its Triton launches noted
+        and not run (gpu_plan.py); the answer (its outputs are garbage and never read)."""
+        call = [dict(x, empty=True) if "shape" in x else x for x in inputs]
+        cmd = {"op": "block", "calls": [call], "arena_size": self.runner.arena.size, "plan": True}
+        answer, _ = self.ask(cmd)
+        return answer
+
     def _check_not_inputs(self, described: list) -> None:
         ranges = self.runner.arena_ranges()
         for outs in described:

@@ -1,0 +1,52 @@
+"""The launches and the work at the GPU's size, for a GPU that is not here (issue 15: check small, predict at
+the real size).
+
+Correctness runs in Triton's interpreter at the problem's small size. The prediction must be at the size the
+kernel will run at on the GPU (the problem's `gpu` size), where its grid, its constexprs (a launcher may pick
+its tiles by shape) and the reference's work all differ. So, after the trials:
+- the reference's work at the gpu size comes from the problem's Model on meta tensors (meta_work.py);
+- the candidate's model is loaded again at the gpu size and called once on empty tensors of the gpu shapes
+  with every Triton launch noted and none run (launch_record.py): its host code runs, its kernels do not.
+Nothing here changes the verdict: where either step fails, details.plan says why and the prediction falls
+back to the check size.
+"""
+
+from __future__ import annotations
+
+from agentkern.harness.second_shape import set_constants, size_constants
+from agentkern.helpers import one_line
+
+PLAN_SIZE = "gpu"
+
+
+def plan(session) -> dict:
+    """details.plan for an EvalSession whose candidate passed its trials."""
+    from agentkern.harness.launch_record import validated
+    from agentkern.harness.meta_work import meta_work
+    from agentkern.harness.sides import CandidateFailed, ReferenceFailed
+
+    problem = session.problem
+    sizes = getattr(problem, "SIZES", None)
+    if not isinstance(sizes, dict) or not isinstance(sizes.get(PLAN_SIZE), dict):
+        return {"unavailable": f"the problem declares no {PLAN_SIZE} size"}
+    constants = {k: v for k, v in sizes[PLAN_SIZE].items() if isinstance(k, str)}
+    first = size_constants(problem) | {k: getattr(problem, k) for k in constants if hasattr(problem, k)}
+    set_constants(problem, constants)
+    try:
+        work = meta_work(problem, session.init_seed)
+        cand = session.sides["candidate"]
+        common = {"device": session.req["device"], "threads": session.opts.get("threads"), "constants": constants}
+        init = list(problem.get_init_inputs())
+        cand.load(session.candidate_kind, session._candidate_source(), init, session.init_seed, common | {"size": None})
+        answer = cand.plan_call(work["inputs"])
+    except (CandidateFailed, ReferenceFailed, RuntimeError, ValueError, TypeError, NotImplementedError) as exc:
+        return {"size": PLAN_SIZE, "constants": constants, "unavailable": one_line(f"{type(exc).__name__}: {exc}")}
+    finally:
+        set_constants(problem, first)
+    launches = validated(answer.get("launches"))
+    plan = {"size": PLAN_SIZE, "constants": constants, "launches": launches}
+    plan["work"] = {k: work[k] for k in ("flops", "bytes", "dtype")}
+    plan["eager_ops"] = work["eager_ops"]
+    if not launches:
+        plan["unavailable"] = "the candidate launched no Triton kernel at that size"
+    return plan
