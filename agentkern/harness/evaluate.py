@@ -158,8 +158,8 @@ def _predict(tgt: Target, compiled: dict, plan: dict, details: dict, launches: i
         prediction = kernel_model.predict_compiled(tgt, compiled, work, plan.get("eager_ops"), launches)
     except (KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
         return {"unavailable": f"the model cannot price these kernels: {type(exc).__name__}: {exc}"}
-    size = plan.get("constants") or details.get("size")
-    return prediction.to_json() | {"band": kernel_model.band(prediction), "size": size, "predicted": True}
+    prediction.size = plan.get("constants") or details.get("size")
+    return prediction.to_json() | {"predicted": True}
 
 
 def _add_roofline(result: EvalResult, target: Target, device: str, remeasure=None, retime=None) -> None:

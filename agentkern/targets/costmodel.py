@@ -40,6 +40,9 @@ class Prediction:
     feasible: bool = True
     notes: list[str] = field(default_factory=list)
     model: str = "roofline cost model v1 (uncalibrated)"
+    size: dict | str | None = None  # the size the figures are for (the problem's size constants, or its name)
+    bound_ms: float | None = None  # the roofline bound at that size
+    band: dict | None = None  # the speedup's range under the model's stated uncertainty
 
     @property
     def speedup(self) -> float | None:
@@ -47,6 +50,10 @@ class Prediction:
 
     def to_json(self) -> dict:
         return {**asdict(self), "speedup": self.speedup}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Prediction:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
 def _max_threads_per_sm(target: Target) -> int:

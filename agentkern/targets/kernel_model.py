@@ -128,12 +128,6 @@ def predict_compiled(
     else:
         reference = bound / 0.7 + LAUNCH_MS_EAGER
         notes.append("reference priced from the roofline (its eager ops are not known at this size)")
-    return Prediction(kernel_ms, reference, notes=notes, model=MODEL)
-
-
-def band(prediction: Prediction) -> dict:
-    """The speedup's range under the model's stated uncertainty (BAND on the kernel's time)."""
-    if not prediction.kernel_ms:
-        return {}
-    low, high = prediction.kernel_ms * BAND[0], prediction.kernel_ms * BAND[1]
-    return {"kernel_ms": [low, high], "speedup": [prediction.reference_ms / high, prediction.reference_ms / low]}
+    low, high = kernel_ms * BAND[0], kernel_ms * BAND[1]
+    band = {"kernel_ms": [low, high], "speedup": [reference / high, reference / low]}
+    return Prediction(kernel_ms, reference, notes=notes, model=MODEL, bound_ms=bound, band=band)

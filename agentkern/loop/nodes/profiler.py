@@ -104,6 +104,6 @@ def _apply_prediction(record: Candidate, prediction: Prediction, details: dict[s
         record.update(status="infeasible", correct=False, error="predicted: " + "; ".join(prediction.notes))
         return
     record.update(speedup=prediction.speedup, kernel_ms=prediction.kernel_ms, reference_ms=prediction.reference_ms)
-    bound_ms = details.get("roofline_bound_ms")
+    bound_ms = prediction.bound_ms or details.get("roofline_bound_ms")  # at the prediction's size where it has one
     if bound_ms and prediction.kernel_ms:
         record["roofline_fraction"] = bound_ms / prediction.kernel_ms
