@@ -38,16 +38,16 @@ def declared_sizes(tree: ast.Module) -> list[str] | None:
 
 def default_size(target, present: bool) -> tuple[str, str | None]:
     """(size, note) a target picks when --size is not given. A GPU target whose GPU is absent runs its
-    candidates in the Triton interpreter on this CPU, which is far too slow for gpu sizes: it gets the
-    cpu sizes, and the note says so (the cost model then prices the GPU at those sizes)."""
+    candidates in the Triton interpreter on this CPU, which is far too slow for gpu sizes: it starts from the
+    cpu sizes, which the judge shrinks further for the check (harness/check_size.py), and predicts at the gpu
+    size (harness/gpu_plan.py); the note says so."""
     if target.kind == "cpu":
         return "cpu", None
     if present:
         return "gpu", None
     return "cpu", (
-        f"no {target.display_name} on this machine: the problem runs at its cpu size (the Triton "
-        "interpreter is far too slow for gpu sizes; predicted figures are for that size); "
-        "--size gpu overrides"
+        f"no {target.display_name} on this machine: correctness is checked in the Triton interpreter at a "
+        "small size, the figures are predicted at the problem's gpu size"
     )
 
 

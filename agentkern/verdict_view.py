@@ -31,6 +31,9 @@ def print_eval(console: Console, result: EvalResult) -> None:
         console.print(f"  {result.error}", highlight=False)
     if d.get("size_note"):
         console.print(f"  size: {d['size_note']}", highlight=False)
+    if d.get("check_size"):
+        shape = ", ".join(f"{k}={v}" for k, v in sorted(d["check_size"].items()))
+        console.print(f"  checked at {shape} (shrunk for the interpreter: harness/check_size.py)", highlight=False)
     if result.correct or d.get("outputs_matched"):
         seeds = d.get("seeds") or []
         shown = ", ".join(str(s) for s in seeds[:2]) + (", ..." if len(seeds) > 2 else "")

@@ -27,9 +27,13 @@ def plan(session) -> dict:
 
     problem = session.problem
     sizes = getattr(problem, "SIZES", None)
-    if not isinstance(sizes, dict) or not isinstance(sizes.get(PLAN_SIZE), dict):
-        return {"unavailable": f"the problem declares no {PLAN_SIZE} size"}
-    constants = {k: v for k, v in sizes[PLAN_SIZE].items() if isinstance(k, str)}
+    size_name = PLAN_SIZE
+    if isinstance(sizes, dict) and isinstance(sizes.get(PLAN_SIZE), dict):
+        constants = {k: v for k, v in sizes[PLAN_SIZE].items() if isinstance(k, str)}
+    elif session.base_constants:  # no SIZES (a KernelBench file): the size it is written at is the real one
+        constants, size_name = dict(session.written_constants), "as written"
+    else:
+        return {"unavailable": f"the problem declares no {PLAN_SIZE} size and was checked as written"}
     first = size_constants(problem) | {k: getattr(problem, k) for k in constants if hasattr(problem, k)}
     set_constants(problem, constants)
     try:
@@ -40,11 +44,11 @@ def plan(session) -> dict:
         cand.load(session.candidate_kind, session._candidate_source(), init, session.init_seed, common | {"size": None})
         answer = cand.plan_call(work["inputs"])
     except (CandidateFailed, ReferenceFailed, RuntimeError, ValueError, TypeError, NotImplementedError) as exc:
-        return {"size": PLAN_SIZE, "constants": constants, "unavailable": one_line(f"{type(exc).__name__}: {exc}")}
+        return {"size": size_name, "constants": constants, "unavailable": one_line(f"{type(exc).__name__}: {exc}")}
     finally:
-        set_constants(problem, first)
+        set_constants(problem, first)  # the check size's constants, as the trials left them
     launches = validated(answer.get("launches"))
-    plan = {"size": PLAN_SIZE, "constants": constants, "launches": launches}
+    plan = {"size": size_name, "constants": constants, "launches": launches}
     plan["work"] = {k: work[k] for k in ("flops", "bytes", "dtype")}
     plan["eager_ops"] = work["eager_ops"]
     if not launches:

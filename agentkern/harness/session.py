@@ -88,6 +88,15 @@ class EvalSession:
         self.problem = load_problem_module(
             self.req["problem_path"], f"_reference_{secrets.token_hex(8)}", self.req.get("size")
         )
+        self.base_constants: dict = {}
+        if self.req.get("plan"):  # a GPU that is not here: checked small in the interpreter (check_size.py)
+            from agentkern.harness.check_size import shrink
+            from agentkern.harness.second_shape import size_constants
+
+            self.written_constants = size_constants(self.problem)
+            self.base_constants = shrink(self.problem)
+            if self.base_constants:
+                self.details["check_size"] = self.base_constants
         for side in self.sides.values():
             side.wait_ready()
             side.cap_file_size(self.req.get("output_limit_bytes"))
@@ -103,7 +112,7 @@ class EvalSession:
     def load_models(self, constants: dict | None = None) -> None:
         """Both models at the problem's current size (`constants`: a second shape's overrides)."""
         common = {"device": self.req["device"], "threads": self.opts.get("threads"), "size": self.req.get("size")}
-        common["constants"] = constants or {}
+        common["constants"] = constants or self.base_constants
         init = list(self.problem.get_init_inputs())
         problem_source = Path(self.req["problem_path"]).read_text()
         t0 = perf_clock()

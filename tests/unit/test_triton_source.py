@@ -81,3 +81,30 @@ def test_occupancy_is_limited_by_threads_registers_or_shared_memory():
 def test_every_catalog_gpu_has_architecture_limits():
     for name in T.GPU_NAMES:
         assert gpu_arch.arch_of(T.get_target(name)) is not None, name
+
+
+def test_a_user_adds_a_gpu_with_a_file_under_agentkern_home(tmp_path, monkeypatch):
+    import json
+
+    from agentkern.errors import UserError
+
+    monkeypatch.setenv("AGENTKERN_HOME", str(tmp_path))
+    (tmp_path / "targets").mkdir()
+    entry = {
+        "name": "mi-test",
+        "display_name": "Test GPU",
+        "aliases": ["testgpu"],
+        "compute_capability": "9.0",
+        "peak_tflops": {"fp32": 50.0, "fp16": 800.0},
+        "memory_bandwidth_gbs": 3000.0,
+        "sms": 100,
+        "shared_mem_per_sm_kb": 228,
+        "sources": {"peak_tflops.fp32": "a test"},
+    }
+    (tmp_path / "targets" / "mine.json").write_text(json.dumps({"gpus": [entry]}))
+    target = T.get_target("TestGPU")
+    assert target.name == "mi-test" and target.peak_tflops["fp16"] == 800.0 and target.l2_mb is None
+    assert "mi-test" in [t.name for t in T.list_targets()] and gpu_arch.arch_of(target).ptx_arch == "sm_90a"
+    (tmp_path / "targets" / "broken.json").write_text(json.dumps({"gpus": [{"name": "x"}]}))
+    with pytest.raises(UserError, match="broken.json.*lacks"):
+        T.get_target("h100")

@@ -1,0 +1,44 @@
+"""A small size to check a GPU kernel at in Triton's interpreter, derived from the problem itself.
+
+The interpreter runs every program of the grid in Python: a 1024^3 GEMM with small tiles takes minutes per
+call, and the loop's candidates timed out (issue 15). Correctness does not need the real size, only every
+mask and edge, so when the target GPU is not here the problem's size constants (second_shape.size_constants:
+the module ints its get_inputs and get_init_inputs read) are halved, those of 32 and more, until the
+reference's work (meta_work.py, shapes only) is under CHECK_FLOPS and CHECK_BYTES. A size the reference
+refuses (a constant that must divide another) stops the shrinking at the last one it accepted. The
+prediction is made at the gpu size all the same (gpu_plan.py).
+"""
+
+from __future__ import annotations
+
+from agentkern.harness.second_shape import set_constants, size_constants
+
+CHECK_FLOPS = 5e7
+CHECK_BYTES = 2 * 2**20
+SHRINKABLE = 32  # constants below this (batch, heads, small dims) keep their value
+MAX_HALVINGS = 8
+
+
+def shrink(problem) -> dict[str, int]:
+    """Constants for the check size (set on `problem` when returned); {} when the problem is small already."""
+    from agentkern.harness.meta_work import meta_work
+
+    first = size_constants(problem)
+    chosen: dict[str, int] = {}
+    current = dict(first)
+    for _ in range(MAX_HALVINGS):
+        try:
+            set_constants(problem, current)
+            work = meta_work(problem)
+        except Exception:  # noqa: BLE001 - the reference refuses this size: keep the last one it took
+            break
+        if current != first:
+            chosen = dict(current)
+        if work["flops"] <= CHECK_FLOPS and work["bytes"] <= CHECK_BYTES:
+            break
+        smaller = {k: (v // 2 if v >= SHRINKABLE else v) for k, v in current.items()}
+        if smaller == current:
+            break
+        current = smaller
+    set_constants(problem, chosen or first)
+    return chosen
