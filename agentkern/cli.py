@@ -243,10 +243,13 @@ def print_optimize_result(result: dict) -> None:
         highlight=False,
     )
     if best and best.get("predicted"):
+        from agentkern.verdict_view import size_label
+
+        size = best.get("predicted_size")
         out.print(
             f"[bold cyan]best {best['speedup']:.2f}x predicted, not measured[/] ({best['strategy']}): correct in the "
             f"Triton interpreter; the cost model puts it at {best['kernel_ms']:.4g} ms vs {best['reference_ms']:.4g} ms "
-            f"on {result['target']}. Re-time it there: agentkern eval {result['problem']} {best['path']} "
+            f"on {result['target']} at {size_label(size)}. Re-time it there: agentkern eval {result['problem']} {best['path']} "
             f"--target {result['target']}",
             highlight=False,
         )

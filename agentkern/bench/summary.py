@@ -108,5 +108,5 @@ def markdown(report: dict) -> str:
         f"{_num(m['pass_at_k'])} | {_x(m['speedup_at_k'])} | {_x(m['geomean_speedup'])} |",
     ]
     if report.get("predicted"):
-        lines += ["", "* predicted by the roofline cost model, not measured: the target GPU was not on this machine."]
+        lines += ["", "* predicted by the cost model, not measured: the target GPU was not on this machine."]
     return "\n".join(lines) + "\n"

@@ -104,7 +104,7 @@ def _elapsed(seconds: float) -> str:
 
 
 PREDICTED_NOTE = (
-    "predicted by the roofline cost model, not measured: the target GPU is not on this machine "
+    "predicted by the cost model, not measured: the target GPU is not on this machine "
     "(correctness checked in the Triton interpreter)"
 )
 

@@ -317,6 +317,8 @@ def finish(deps: Deps, final: RunState) -> RunResult:
             "roofline_fraction": best.get("roofline_fraction"),
             # True: the target GPU was not here; the figures come from the cost model, not a measurement.
             "predicted": bool(best.get("predicted")),
+            # The size the predicted figures are for (the problem's size constants at its gpu size), else None.
+            "predicted_size": ((best.get("verdict") or {}).get("prediction") or {}).get("size"),
         },
         "iterations": final.get("iteration", 0),
         "candidates": len(candidates),

@@ -287,6 +287,7 @@ def _attention(n: N) -> tuple[str, dict]:
     return "attention", {
         "causal": n.attrs["causal"],
         "scale": scale,
+        "default_scale": n.attrs["scale"] is None,  # 1/sqrt(head dim): a kernel may take it from its inputs
         "q": _input(q, "attention"),
         "k": _input(k, "attention"),
         "v": _input(v, "attention"),
