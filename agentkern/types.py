@@ -245,6 +245,7 @@ class BestKernel(TypedDict):
     candidate: str  # its candidate id
     roofline_fraction: float | None
     predicted: bool  # True: the target GPU was not here; the figures come from the cost model
+    predicted_size: dict | str | None  # the size those predicted figures are for (size constants), else None
 
 
 class RunResult(TypedDict):

@@ -89,6 +89,23 @@ TRITON_SOURCES = {
     "matmul_t": problem(
         "torch.sigmoid(torch.matmul(a.T, b)) - 0.5", "[torch.randn(50, 70), torch.randn(50, 90)]", sig="a, b"
     ),
+    # ragged attention: 70 queries, 50 keys, head dim 40 (masked to 64 lanes); causal with the default scale,
+    # and a fp16 GEMM on the tensor-core path
+    "attention_causal": problem(
+        "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+        "[torch.randn(2, 3, 70, 40), torch.randn(2, 3, 50, 40), torch.randn(2, 3, 50, 40)]",
+        sig="q, k, v",
+    ),
+    "attention_scaled": problem(
+        "F.scaled_dot_product_attention(q, k, v, scale=0.3)",
+        "[torch.randn(1, 2, 33, 64), torch.randn(1, 2, 33, 64), torch.randn(1, 2, 33, 64)]",
+        sig="q, k, v",
+    ),
+    "matmul_fp16": problem(
+        "torch.matmul(a, b)",
+        "[torch.randn(70, 50, dtype=torch.float16), torch.randn(50, 90, dtype=torch.float16)]",
+        sig="a, b",
+    ),
 }
 
 # (problem, family, non-default parameter sets): each family with at least one; looped BLOCK_N shorter
@@ -108,6 +125,9 @@ TRITON_CASES = [
     ("linear_gelu", "linear", [{"BLOCK_M": 32, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 4, "num_stages": 2}]),
     ("bmm", "bmm", [{"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16}]),
     ("matmul_t", "matmul", [{"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 4}]),
+    ("attention_causal", "attention", [{"BLOCK_M": 16, "BLOCK_N": 32}]),
+    ("attention_scaled", "attention", [{"BLOCK_M": 32, "BLOCK_N": 16, "precision": "tf32x3"}]),
+    ("matmul_fp16", "matmul", [{"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32}]),
 ]
 
 
