@@ -33,6 +33,7 @@ INSTRUCTIONS = {  # PTX mnemonics -> what the verdict calls them
     "cp_async": r"\bcp\.async\.(?:ca|cg)",
     "tma": r"\bcp\.async\.bulk\.tensor",
     "ld_global_v4": r"\bld\.global(?:\.\w+)*\.v4",
+    "ex2": r"\bex2\.approx",  # exponentials between matmuls (an attention's softmax)
 }
 RESOURCE_LINE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
