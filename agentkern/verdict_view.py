@@ -83,6 +83,8 @@ def compiled_line(kernel: dict) -> str:
     """One compiled kernel's resources, as `eval` and the traces show them."""
     if "error" in kernel:
         return f"{kernel['kernel']}: does not compile: {kernel['error']}"
+    if "unavailable" in kernel:
+        return f"{kernel['kernel']}: not compiled here: {kernel['unavailable']}"
     mix = ", ".join(name for name, count in kernel.get("instructions", {}).items() if count) or "no tensor-core ops"
     spills = f"{kernel['spill_bytes']} B spilled" if kernel.get("spill_bytes") else "no spills"
     return (

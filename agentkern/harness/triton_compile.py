@@ -96,6 +96,8 @@ def _run_compiler(folder: Path) -> dict:
 def _checked(kernels: list[dict], launches: list[dict], arch: gpu_arch.Arch, target: Target) -> dict:
     refused = None
     for k in kernels:
+        if "unavailable" in k:
+            continue
         if "error" in k:
             refused = refused or f"{k['kernel']} does not compile for {arch.ptx_arch}: {k['error']}"
             continue
@@ -160,6 +162,16 @@ def _user_static_shared(static: int, arch: int) -> int:
     return max(0, static - 1024) if arch >= 90 else static
 
 
+def _our_limit(exc: BaseException) -> str | None:
+    """The name-lookup error behind a compile error (the reduction left the name out), or None."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, (NameError, KeyError, AttributeError)):
+            return f"{type(exc).__name__}: {exc}"
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
 def _compile_one(namespace: dict, launch: dict, arch: int, folder: Path, index: int) -> dict:
     import triton
     from triton.backends.compiler import GPUTarget
@@ -176,6 +188,9 @@ def _compile_one(namespace: dict, launch: dict, arch: int, folder: Path, index: 
             options=options,
         )
     except Exception as exc:  # noqa: BLE001 - the compiler's refusal is the finding
+        cause = _our_limit(exc)
+        if cause is not None:  # the reduced file lacks a name the kernel reads: not the kernel's fault
+            return record | {"unavailable": one_line(f"the kernel reads what the file computes at run time: {cause}")}
         return record | {"error": one_line(f"{type(exc).__name__}: {exc}", 600)}
     cubin = folder / f"kernel{index}.cubin"
     cubin.write_bytes(compiled.asm["cubin"])

@@ -45,10 +45,28 @@ def _plain(node: ast.expr | None) -> bool:
     return False
 
 
-def _literal_constant(node: ast.expr) -> bool:
-    """`3`, `-1.5`, `"ieee"`, `(1, 2)` or `tl.constexpr(<literal>)`."""
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.LShift, ast.RShift, ast.Pow)
+
+
+def _literal_constant(node: ast.expr, known: frozenset[str] = frozenset()) -> bool:
+    """`3`, `-1.5`, `"ieee"`, `(1, 2)`, `tl.constexpr(<literal>)`, or arithmetic on numbers and constants kept
+    before it (`2 ** 10`, `BLOCK * 2`: a power's exponent at most 64, so nothing can take long to evaluate)."""
     if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("constexpr") and not node.keywords:
-        return len(node.args) == 1 and _literal_constant(node.args[0])
+        return len(node.args) == 1 and _literal_constant(node.args[0], known)
+    if isinstance(node, ast.Name):
+        return node.id in known
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _literal_constant(node.operand, known)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC):
+        if isinstance(node.op, ast.Pow) and not (
+            isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) and abs(node.right.value) <= 64
+        ):
+            return False
+        both = (node.left, node.right)
+        return all(
+            isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) or _literal_constant(n, known)
+            for n in both
+        )
     try:
         ast.literal_eval(node)
         return True
@@ -91,6 +109,7 @@ def reduce_source(source: str) -> tuple[str, list[str]]:
         raise Unreducible(f"the file does not parse: {type(exc).__name__}") from None
     kept: list[ast.stmt] = []
     kernels: list[str] = []
+    constants: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.Import):
             if all(a.name.split(".")[0] in ALLOWED_MODULES for a in node.names):
@@ -101,8 +120,10 @@ def reduce_source(source: str) -> tuple[str, list[str]]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is not None and all(isinstance(t, ast.Name) for t in targets):
-                if _literal_constant(node.value) and (isinstance(node, ast.Assign) or _plain(node.annotation)):
+                literal = _literal_constant(node.value, frozenset(constants))
+                if literal and (isinstance(node, ast.Assign) or _plain(node.annotation)):
                     kept.append(node)
+                    constants.update(t.id for t in targets)
         elif isinstance(node, ast.FunctionDef):
             jit = _jit_decorator(node)
             if jit is not None:

@@ -70,7 +70,7 @@ def eager_reference_ms(target: Target, eager_ops: list[dict]) -> float:
 # ---- the candidate --------------------------------------------------------------------------------------
 def _main_kernel(compiled: dict) -> tuple[dict, list[int]]:
     """The kernel whose launch is largest (blocks x threads): it decides the time; and its grid."""
-    kernels = {k["kernel"]: k for k in compiled["kernels"] if "error" not in k}
+    kernels = {k["kernel"]: k for k in compiled["kernels"] if "error" not in k and "unavailable" not in k}
     best, grid = None, [1, 1, 1]
     for launch in compiled.get("launches", []):
         k = kernels.get(launch["kernel"])

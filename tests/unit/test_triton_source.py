@@ -14,6 +14,8 @@ import triton.language as tl
 import numpy as np
 
 BLOCK = 128
+WIDER = BLOCK * 2 ** 3
+HUGE = 2 ** 100000
 SCALE: float = 0.5
 WIDE = tl.constexpr(256)
 COMPUTED = os.getpid()
@@ -36,7 +38,8 @@ def test_the_reduction_keeps_the_kernels_and_literal_constants_and_nothing_that_
     text, kernels = reduce_source(KERNEL)
     assert kernels == ["add_kernel"]
     assert "BLOCK = 128" in text and "SCALE: float = 0.5" in text and "WIDE = tl.constexpr(256)" in text
-    for gone in ("os.system", "getpid", "numpy", "def helper", "autotune", "import os"):
+    assert "WIDER = BLOCK * 2 ** 3" in text  # arithmetic on literals and earlier constants
+    for gone in ("os.system", "getpid", "numpy", "def helper", "autotune", "import os", "HUGE"):
         assert gone not in text
     assert "@triton.jit" in text
 
