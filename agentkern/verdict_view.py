@@ -87,9 +87,12 @@ def compiled_line(kernel: dict) -> str:
         return f"{kernel['kernel']}: not compiled here: {kernel['unavailable']}"
     mix = ", ".join(name for name, count in kernel.get("instructions", {}).items() if count) or "no tensor-core ops"
     spills = f"{kernel['spill_bytes']} B spilled" if kernel.get("spill_bytes") else "no spills"
+    launch = (
+        f", {kernel['num_warps']} warps, occupancy {kernel['occupancy']:.0%}" if "occupancy" in kernel else ""
+    )  # a CUDA kernel's block size is set by its launch, which is not seen here
     return (
         f"{kernel['kernel']}: {kernel['registers']} registers, {kernel['shared_bytes'] / 1024:.1f} KiB shared, "
-        f"{spills}, {kernel['num_warps']} warps, occupancy {kernel.get('occupancy', 0):.0%} ({mix})"
+        f"{spills}{launch} ({mix})"
     )
 
 

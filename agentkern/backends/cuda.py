@@ -1,5 +1,6 @@
-"""CUDA C++ through torch's load_inline(cuda_sources=...). Without the GPU a solution is compiled to PTX
-(nvcc -ptx, agentkern/harness/modes/ptx.py) and never run: the verdict is "unverified"."""
+"""CUDA C++ through torch's load_inline(cuda_sources=...). Without the GPU a solution is compiled to a cubin
+for the target's architecture (nvcc -cubin, agentkern/harness/modes/ptx.py: its resources read, a kernel that
+could not launch there refused) and never run: the verdict is "unverified"."""
 
 from agentkern.backends.base import Backend
 

@@ -54,6 +54,7 @@ def evaluate(
     if device == "cpu" and backend in backends.names() and backends.get(backend).without_hardware == "ptx":
         from agentkern.harness.modes.ptx import compile_check
 
+        base.pop("size_note", None)  # nothing runs at any size: it is compiled, never run
         return compile_check(sol, tgt, base, opts)
 
     def judge() -> jobs.Job:

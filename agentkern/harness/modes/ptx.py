@@ -1,4 +1,6 @@
-"""CUDA kernels on a machine without a GPU: compile them to PTX with nvcc, and say that is all we did.
+"""CUDA kernels on a machine without a GPU: compile them with nvcc to a cubin for the target's architecture,
+read its resources (registers, spills, static shared memory, tensor-core and async-copy instructions), refuse
+one that could not launch there, and say that is all we did.
 
 The CUDA source lives in the candidate as arguments to `load_inline(cuda_sources=...)`, often built at
 import time, so it is captured by running the candidate in the sandbox with load_inline replaced by a
@@ -66,7 +68,7 @@ def _stub_headers(workdir: Path) -> Path:
 
 
 def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalResult:
-    """Parent side: capture the sources in the sandbox, then nvcc -ptx each for the target's arch."""
+    """Parent side: capture the sources in the sandbox, then nvcc -cubin each for the target's arch."""
     from agentkern.harness import jobs
 
     nvcc = shutil.which("nvcc")
@@ -88,26 +90,50 @@ def compile_check(sol, target: Target, base: dict, opts: EvalOptions) -> EvalRes
         return EvalResult(
             "unverified", False, error="no load_inline(cuda_sources=...) call found to compile", details=base
         )
-    arch = "sm_" + (target.compute_capability or "8.0").replace(".", "")
+    from agentkern.harness.cubin import describe_cubin
+    from agentkern.targets import gpu_arch
+
+    arch_limits = gpu_arch.arch_of(target)
+    arch = arch_limits.ptx_arch if arch_limits else "sm_" + (target.compute_capability or "8.0").replace(".", "")
     includes = [f"-I{p}" for p in raw["include_paths"]] + [f"-I{_stub_headers(workdir)}"]
-    checked = []
+    checked, kernels = [], []
     for i, unit in enumerate(raw["captured"]):
-        failed = _nvcc_ptx(nvcc, arch, includes, unit, workdir / f"{unit['name']}_{i}.cu", base, opts)
+        src = workdir / f"{unit['name']}_{i}.cu"
+        failed = _nvcc_cubin(nvcc, arch, includes, unit, src, base, opts)
         if failed is not None:
             return failed
-        checked.append(f"{unit['name']}_{i}.ptx")
+        checked.append(src.with_suffix(".cubin").name)
+        kernels += describe_cubin(src.with_suffix(".cubin"))
     shutil.rmtree(workdir, ignore_errors=True)
-    details = {**base, "compile_check": f"nvcc -ptx -arch={arch} passed", "units": checked}
-    return EvalResult(
-        "unverified", False, error=f"compiled to PTX for {arch}; not run: no CUDA device here", details=details
-    )
+    compiled = {"arch": arch, "kernels": kernels, "source": "nvcc -cubin (static shared memory only)"}
+    details = {**base, "compile_check": f"nvcc -cubin -arch={arch} passed", "units": checked, "compiled": compiled}
+    refused = _cannot_launch(kernels, arch_limits, target)
+    if refused:
+        return EvalResult(
+            "compile_error", False, error=refused, details={**details, "rejected_because": "cannot_launch_on_target"}
+        )
+    return EvalResult("unverified", False, error=f"compiled for {arch}; not run: no CUDA device here", details=details)
 
 
-def _nvcc_ptx(nvcc: str, arch: str, includes: list[str], unit: dict, src: Path, base: dict, opts: EvalOptions):
-    """Compile one captured unit to PTX: None when it compiled, else the verdict that says why not."""
+def _cannot_launch(kernels: list[dict], arch_limits, target: Target) -> str | None:
+    """A kernel whose static shared memory or registers exceed what one block may have on the target."""
+    from agentkern.targets import gpu_arch
+
+    if arch_limits is None:
+        return None
+    for k in kernels:
+        res = gpu_arch.Resources(k["registers"], k["shared_bytes"], 32, k["spill_bytes"])  # threads: set at launch
+        why = gpu_arch.launch_refusal(arch_limits, res, target.display_name)
+        if why:
+            return f"{k['kernel']} cannot launch on {target.display_name}: {why}"
+    return None
+
+
+def _nvcc_cubin(nvcc: str, arch: str, includes: list[str], unit: dict, src: Path, base: dict, opts: EvalOptions):
+    """Compile one captured unit to a cubin: None when it compiled, else the verdict that says why not."""
     src.write_text("\n".join(unit["cuda_sources"]))
-    ptx = str(src.with_suffix(".ptx"))
-    cmd = [nvcc, "-ptx", f"-arch={arch}", "-std=c++17", *includes, *unit["extra_cuda_cflags"], str(src), "-o", ptx]
+    cubin = str(src.with_suffix(".cubin"))
+    cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *includes, *unit["extra_cuda_cflags"], str(src), "-o", cubin]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.compile_timeout_s, check=False)
     except subprocess.TimeoutExpired:
