@@ -27,8 +27,29 @@ def checks() -> list[dict]:
         isolation,
         _tool("C++ compiler (cpp kernels)", "g++"),
         _tool("nvcc (CUDA kernels: PTX and cubins)", "nvcc"),
+        _triton_for_gpus(),
         _gpu(),
     ]
+
+
+def _triton_for_gpus() -> dict:
+    """Triton's own ptxas and cuobjdump: what compiling a Triton kernel for a GPU that is not here needs."""
+    from pathlib import Path
+
+    name = "Triton compiler for GPU architectures (sm_80 ... sm_100a, no GPU needed)"
+    try:
+        import triton
+    except ImportError:
+        return {"name": name, "ok": False, "found": "triton is not installed: GPU candidates cannot be checked"}
+    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    missing = [t for t in ("ptxas", "cuobjdump") if not (tools / t).is_file()]
+    if missing:
+        return {
+            "name": name,
+            "ok": False,
+            "found": f"triton {triton.__version__} lacks {', '.join(missing)} in {tools}",
+        }
+    return {"name": name, "ok": True, "found": f"triton {triton.__version__}: ptxas and cuobjdump in {tools}"}
 
 
 def _tool(name: str, exe: str) -> dict:

@@ -111,3 +111,11 @@ def test_a_user_adds_a_gpu_with_a_file_under_agentkern_home(tmp_path, monkeypatc
     (tmp_path / "targets" / "broken.json").write_text(json.dumps({"gpus": [{"name": "x"}]}))
     with pytest.raises(UserError, match="broken.json.*lacks"):
         T.get_target("h100")
+
+
+def test_doctor_says_whether_triton_can_compile_for_gpus_here():
+    from agentkern.doctor import _triton_for_gpus
+
+    check = _triton_for_gpus()
+    assert check["ok"], check["found"]  # the pinned triton wheel ships ptxas and cuobjdump
+    assert "ptxas and cuobjdump" in check["found"]
