@@ -49,6 +49,17 @@ Size = Annotated[
 ]
 
 
+def _eval_options(tolerances: list[str], **fields) -> EvalOptions:
+    """EvalOptions from `agentkern eval`'s flags; a value out of its set is one clear UserError."""
+    if fields["mode"] not in ("offline", "server"):
+        raise UserError(f"--mode must be offline or server, not {fields['mode']!r}")
+    if fields["second_shape"] not in ("report", "require", "off"):
+        raise UserError(f"--second-shape must be report, require or off, not {fields['second_shape']!r}")
+    opts = EvalOptions(**fields)
+    opts.tolerances.update(_parse_tolerances(tolerances))
+    return opts
+
+
 @app.command("eval")
 def eval_command(
     problem: Annotated[
@@ -91,11 +102,8 @@ def eval_command(
     """Judge a candidate kernel: correct? how fast? honest?"""
     from agentkern.harness.evaluate import evaluate
 
-    if mode not in ("offline", "server"):
-        raise UserError(f"--mode must be offline or server, not {mode!r}")
-    if second_shape not in ("report", "require", "off"):
-        raise UserError(f"--second-shape must be report, require or off, not {second_shape!r}")
-    opts = EvalOptions(
+    opts = _eval_options(
+        tol,
         trials=trials,
         seed=seed,
         second_shape=second_shape,
@@ -107,7 +115,6 @@ def eval_command(
         check_timing=not no_timing,
         size=size,
     )
-    opts.tolerances.update(_parse_tolerances(tol))
     if json_out or not sys.stdout.isatty():
         result = evaluate(problem, solution, target, opts, keep_workdir=keep)
     else:

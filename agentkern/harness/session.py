@@ -260,7 +260,12 @@ class EvalSession:
                     timing = self._in_phase("timing", "timing_s", self._time)
                 return self._with_timing(result, timing)
             if verdict["correct"]:
-                self.details["timing"] = {"unavailable": self.req["timing"]}
+                why = (
+                    self.req["timing"]
+                    if self.req["timing"] != "measure"
+                    else "not measured: asked for correctness only"
+                )
+                self.details["timing"] = {"unavailable": why}
                 if self.req.get("plan") and self.details.get("launches"):
                     from agentkern.harness.gpu_plan import plan
 
