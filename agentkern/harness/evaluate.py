@@ -140,7 +140,8 @@ def _compile_for_target(result: EvalResult, source: str, tgt: Target, folder: Pa
     at_plan = bool(plan.get("launches"))  # the gpu size's launches (gpu_plan.py), else the check size's
     launches = plan["launches"] if at_plan else result.details["launches"]
     compiled = compile_for_target(source, launches, tgt, folder)
-    compiled["size"] = plan["size"] if at_plan else result.details.get("size")
+    checked_at = result.details.get("check_size") or result.details.get("size")  # where the trials ran
+    compiled["size"] = plan["size"] if at_plan else checked_at
     result.details["compiled"] = compiled
     if compiled.get("refused") and result.status in ("ok", "incorrect"):
         result.status, result.correct, result.error = "compile_error", False, compiled["refused"]
@@ -159,7 +160,7 @@ def _predict(tgt: Target, compiled: dict, plan: dict, details: dict, launches: i
         prediction = kernel_model.predict_compiled(tgt, compiled, work, plan.get("eager_ops"), launches)
     except (KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
         return {"unavailable": f"the model cannot price these kernels: {type(exc).__name__}: {exc}"}
-    prediction.size = plan.get("constants") or details.get("size")
+    prediction.size = plan.get("constants") or details.get("check_size") or details.get("size")
     return prediction.to_json() | {"predicted": True}
 
 

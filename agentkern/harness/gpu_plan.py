@@ -17,6 +17,9 @@ from agentkern.harness.second_shape import set_constants, size_constants
 from agentkern.helpers import one_line
 
 PLAN_SIZE = "gpu"
+# Share of the sandbox's memory limit the gpu size's inputs and outputs may take: the candidate's host code
+# runs there for real (its kernels do not), and one that fills its outputs touches all of it.
+PLAN_MEMORY_SHARE = 0.5
 
 
 def plan(session) -> dict:
@@ -38,6 +41,10 @@ def plan(session) -> dict:
     set_constants(problem, constants)
     try:
         work = meta_work(problem, session.init_seed)
+        budget = PLAN_MEMORY_SHARE * float(session.opts.get("memory_limit_gb", 8.0)) * 2**30
+        if work["bytes"] > budget:  # a candidate that fills its outputs would take the whole verdict down with it
+            why = f"the gpu size moves {work['bytes'] / 2**30:.1f} GiB, more than {budget / 2**30:.1f} GiB of this sandbox"
+            return {"size": size_name, "constants": constants, "unavailable": why}
         cand = session.sides["candidate"]
         common = {"device": session.req["device"], "threads": session.opts.get("threads"), "constants": constants}
         init = list(problem.get_init_inputs())

@@ -180,6 +180,9 @@ def _compile_one(namespace: dict, launch: dict, arch: int, folder: Path, index: 
     fn = namespace[launch["kernel"]]
     options = {k: v for k, v in launch["options"].items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
     record = {"kernel": launch["kernel"], "options": options}
+    unknown = [f"{name} ({desc['other']})" for name, desc in launch["args"].items() if "other" in desc]
+    if unknown:  # a tensor descriptor, a tuple...: its type is not recorded, so it cannot be rebuilt here
+        return record | {"unavailable": f"arguments of a kind not recorded: {', '.join(unknown)[:200]}"}
     try:
         signature, constexprs, attrs = _signature(fn, launch)
         compiled = triton.compile(
