@@ -58,3 +58,16 @@ def test_tiles_that_need_more_shared_memory_than_the_target_has_are_refused(tmp_
     verdict = evaluate("matmul_fp16", big, "h100", QUICK)
     assert verdict.status == "compile_error" and not verdict.correct and verdict.speedup is None
     assert "227 KiB" in verdict.error and verdict.details["rejected_because"] == "cannot_launch_on_target"
+
+
+def test_a_gpu_size_too_large_for_the_sandbox_is_not_planned_and_the_prediction_says_its_size(tmp_path):
+    problem = tmp_path / "huge_gemm.py"
+    text = (Path(__file__).parents[2] / "kernels_dataset" / "problems" / "matmul_fp16.py").read_text()
+    problem.write_text(
+        text.replace('"gpu": {"M": 8192, "N": 8192, "K": 8192}', '"gpu": {"M": 65536, "N": 65536, "K": 65536}')
+    )
+    verdict = evaluate(problem, GEMM, "h100", QUICK)
+    assert verdict.status == "ok", verdict.error
+    assert "GiB" in verdict.details["plan"]["unavailable"]  # 3 x 8 GiB of fp16 tensors: over half of 8 GiB
+    # matmul_fp16's cpu size (128^3) is small enough to check as it is: the figures are for that size, said so
+    assert "check_size" not in verdict.details and verdict.details["prediction"]["size"] == "cpu"
