@@ -148,7 +148,8 @@ def _compile_for_target(result: EvalResult, source: str, tgt: Target, folder: Pa
         result.speedup = result.kernel_ms = result.reference_ms = None
         result.details["rejected_because"] = "cannot_launch_on_target"
     elif result.correct and "kernels" in compiled:
-        result.details["prediction"] = _predict(tgt, compiled, plan if at_plan else {}, result.details, len(launches))
+        at = plan if at_plan else {"eager_ops": plan.get("checked_eager_ops")}
+        result.details["prediction"] = _predict(tgt, compiled, at, result.details, len(launches))
 
 
 def _predict(tgt: Target, compiled: dict, plan: dict, details: dict, launches: int) -> dict:

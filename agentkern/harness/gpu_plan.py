@@ -23,7 +23,19 @@ PLAN_MEMORY_SHARE = 0.5
 
 
 def plan(session) -> dict:
-    """details.plan for an EvalSession whose candidate passed its trials."""
+    """details.plan for an EvalSession whose candidate passed its trials; whatever happens at the gpu size, it
+    keeps the reference's eager ops at the size the trials ran at (`checked_eager_ops`), so a prediction
+    made there still prices the reference op by op."""
+    from agentkern.harness.meta_work import meta_work
+
+    try:
+        checked = {"checked_eager_ops": meta_work(session.problem, session.init_seed)["eager_ops"]}
+    except (RuntimeError, ValueError, TypeError, NotImplementedError):
+        checked = {}
+    return _at_gpu_size(session) | checked
+
+
+def _at_gpu_size(session) -> dict:
     from agentkern.harness.launch_record import validated
     from agentkern.harness.meta_work import meta_work
     from agentkern.harness.sides import CandidateFailed, ReferenceFailed
