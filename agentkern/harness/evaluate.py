@@ -158,11 +158,35 @@ def _predict(tgt: Target, compiled: dict, plan: dict, details: dict, launches: i
 
     work = plan.get("work") or details.get("work") or {}
     try:
-        prediction = kernel_model.predict_compiled(tgt, compiled, work, plan.get("eager_ops"), launches)
+        prediction = min(
+            (
+                kernel_model.predict_compiled(tgt, view, work, plan.get("eager_ops"), launches)
+                for view in _configs(compiled)
+            ),
+            key=lambda p: p.kernel_ms or float("inf"),
+        )
     except (KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
         return {"unavailable": f"the model cannot price these kernels: {type(exc).__name__}: {exc}"}
     prediction.size = plan.get("constants") or details.get("check_size") or details.get("size")
     return prediction.to_json() | {"predicted": True}
+
+
+def _configs(compiled: dict) -> list[dict]:
+    """One view of `compiled` per autotuner config that can launch (the GPU's autotuner keeps the fastest:
+    the prediction does too), or `compiled` itself for a kernel that is not autotuned."""
+    alternatives = sorted({k["alternative"] for k in compiled["kernels"] if "alternative" in k})
+    views = []
+    for a in alternatives:
+        kernels = [k for k in compiled["kernels"] if _of_config(k, a) and "cannot_launch" not in k and "error" not in k]
+        if any(k.get("alternative") == a for k in kernels):
+            launches = [x for x in compiled["launches"] if _of_config(x, a)]
+            views.append(compiled | {"kernels": kernels, "launches": launches})
+    return views or [compiled]
+
+
+def _of_config(record: dict, config: int) -> bool:
+    """A kernel or launch of autotuner config `config`, or one that is not autotuned (it runs in every view)."""
+    return record.get("alternative", config) == config
 
 
 def _add_roofline(result: EvalResult, target: Target, device: str, remeasure=None, retime=None) -> None:

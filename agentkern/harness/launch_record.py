@@ -60,28 +60,71 @@ def install() -> bool:
     original = InterpretedFunction.run
 
     def run(self, *args, grid, warmup, **kwargs):
-        if _recording and len(_recorded) < MAX_LAUNCHES and not warmup:
-            try:
-                names = list(self.arg_names)
-                meta = dict(zip(names, args)) | kwargs
-                _recorded.append(
-                    {
-                        "kernel": self.fn.__name__,
-                        "args": {n: _describe(v) for n, v in zip(names, args)}
-                        | {k: _describe(v) for k, v in kwargs.items() if k not in LAUNCH_OPTIONS},
-                        "options": {k: kwargs[k] for k in LAUNCH_OPTIONS if isinstance(kwargs.get(k), int)},
-                        "grid": _grid(grid, meta),
-                    }
-                )
-            except Exception:  # noqa: BLE001 - a record that cannot be made is left out, the launch still runs
-                pass
+        if not warmup:
+            _note(self, args, grid, kwargs)
         if _skipping:
             return None
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     InterpretedFunction.run = run
+    _without_benchmarks()
     _installed = True
     return True
+
+
+def _note(fn, args, grid, kwargs, alternative: int | None = None) -> None:
+    """One launch of the interpreted kernel `fn`; `alternative`: the index of an autotuner's config."""
+    if not _recording or len(_recorded) >= MAX_LAUNCHES:
+        return
+    try:
+        names = list(fn.arg_names)
+        meta = dict(zip(names, args)) | kwargs
+        record = {
+            "kernel": fn.fn.__name__,
+            "args": {n: _describe(v) for n, v in zip(names, args)}
+            | {k: _describe(v) for k, v in kwargs.items() if k not in LAUNCH_OPTIONS and k != "warmup"},
+            "options": {k: kwargs[k] for k in LAUNCH_OPTIONS if isinstance(kwargs.get(k), int)},
+            "grid": _grid(grid, meta),
+        }
+        if alternative is not None:
+            record["alternative"] = alternative
+        _recorded.append(record)
+    except Exception:  # noqa: BLE001 - a record that cannot be made is left out, the launch still runs
+        pass
+
+
+def _without_benchmarks() -> None:
+    """@triton.autotune with several configs times each one on a GPU (do_bench: "0 active drivers" here). In
+    the interpreter each config is noted as an alternative (the compiler compiles them all, as the GPU's
+    autotuner would try them all), and the configs take turns, one call each: the trials check every config,
+    not only the one that happens to run first (a GPU may pick any of them)."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return
+    original_run = Autotuner.run
+
+    def bench(self, *args, config, **meta):
+        index = self.configs.index(config) if config in self.configs else len(self.configs)
+        current = dict(meta, **config.all_kwargs())
+        fn = self.fn
+        while not hasattr(fn, "arg_names") or not hasattr(fn, "fn"):  # through @triton.heuristics
+            fn = fn.fn
+        grid = current.pop("grid", None)
+        if grid is not None:
+            _note(fn, args, grid, current, alternative=index)
+        turn = (index - getattr(self, "_agentkern_turn", 0)) % max(len(self.configs), 1)
+        return [float(turn)] * 3  # the config whose turn it is ranks first
+
+    def run(self, *args, **kwargs):
+        self.cache.clear()  # choose again on every call: the next config's turn
+        try:
+            return original_run(self, *args, **kwargs)
+        finally:
+            self._agentkern_turn = getattr(self, "_agentkern_turn", 0) + 1
+
+    Autotuner._bench = bench
+    Autotuner.run = run
 
 
 def start(skip: bool = False) -> None:
@@ -119,7 +162,10 @@ def validated(raw) -> list[dict]:
             if isinstance(desc, dict) and len(desc) == 1
         }
         kept_options = {k: v for k, v in options.items() if k in LAUNCH_OPTIONS and isinstance(v, int) and 0 < v <= 64}
-        out.append({"kernel": launch["kernel"][:128], "args": kept_args, "options": kept_options, "grid": grid})
+        kept = {"kernel": launch["kernel"][:128], "args": kept_args, "options": kept_options, "grid": grid}
+        if isinstance(launch.get("alternative"), int) and 0 <= launch["alternative"] < 64:
+            kept["alternative"] = launch["alternative"]
+        out.append(kept)
     return out
 
 

@@ -52,6 +52,9 @@ def compile_for_target(source: str, launches: list[dict], target: Target, folder
     except Unreducible as exc:
         return {"unavailable": f"its kernels cannot be compiled without running the file: {exc}"}
     folder.mkdir(parents=True, exist_ok=True)
+    tuned = {launch["kernel"] for launch in launches if "alternative" in launch}
+    # an autotuned kernel's own run repeats one of its configs, already noted as an alternative
+    launches = [x for x in launches if "alternative" in x or x["kernel"] not in tuned]
     request = {"source": reduced, "launches": _distinct(launches, set(kernels)), "arch": arch.triton_arch}
     (folder / "request.json").write_text(json.dumps(request))
     compiled = _run_compiler(folder)
@@ -94,12 +97,12 @@ def _run_compiler(folder: Path) -> dict:
 
 
 def _checked(kernels: list[dict], launches: list[dict], arch: gpu_arch.Arch, target: Target) -> dict:
-    refused = None
+    failed: dict[str, list[str]] = {}  # kernel -> why each of its launches fails there
     for k in kernels:
         if "unavailable" in k:
             continue
         if "error" in k:
-            refused = refused or f"{k['kernel']} does not compile for {arch.ptx_arch}: {k['error']}"
+            failed.setdefault(k["kernel"], []).append(f"does not compile for {arch.ptx_arch}: {k['error']}")
             continue
         res = gpu_arch.Resources(k["registers"], k["shared_bytes"], k["threads"], k["spill_bytes"])
         why = gpu_arch.launch_refusal(arch, res, target.display_name)
@@ -107,12 +110,29 @@ def _checked(kernels: list[dict], launches: list[dict], arch: gpu_arch.Arch, tar
         k["occupancy"] = round(gpu_arch.occupancy(arch, res), 3)
         if why:
             k["cannot_launch"] = why
-            refused = refused or f"{k['kernel']} cannot launch on {target.display_name}: {why}"
-    grids = [{"kernel": launch["kernel"], "grid": launch["grid"]} for launch in launches]
+            failed.setdefault(k["kernel"], []).append(f"cannot launch on {target.display_name}: {why}")
+    grids = [{"kernel": launch["kernel"], "grid": launch["grid"]} | _alternative(launch) for launch in launches]
     out = {"arch": arch.ptx_arch, "kernels": kernels, "launches": grids, "source": "compiled from the source text"}
+    refused = _refused(kernels, failed)
     if refused:
         out["refused"] = refused
     return out
+
+
+def _alternative(record: dict) -> dict:
+    return {"alternative": record["alternative"]} if "alternative" in record else {}
+
+
+def _refused(kernels: list[dict], failed: dict[str, list[str]]) -> str | None:
+    """A kernel is refused when every way it would be launched fails: an autotuned kernel's configs are
+    alternatives (the GPU's autotuner skips those that cannot run), any other launch must run."""
+    for name, reasons in failed.items():
+        mine = [k for k in kernels if k["kernel"] == name]
+        if not any("alternative" in k for k in mine) or len(reasons) >= len(mine):
+            return f"{name} {reasons[0]}" + (
+                f" (and {len(reasons) - 1} more of its configs)" if len(reasons) > 1 else ""
+            )
+    return None
 
 
 # ---- the compile process --------------------------------------------------------------------------------
@@ -179,7 +199,7 @@ def _compile_one(namespace: dict, launch: dict, arch: int, folder: Path, index: 
 
     fn = namespace[launch["kernel"]]
     options = {k: v for k, v in launch["options"].items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
-    record = {"kernel": launch["kernel"], "options": options}
+    record = {"kernel": launch["kernel"], "options": options} | _alternative(launch)
     unknown = [f"{name} ({desc['other']})" for name, desc in launch["args"].items() if "other" in desc]
     if unknown:  # a tensor descriptor, a tuple...: its type is not recorded, so it cannot be rebuilt here
         return record | {"unavailable": f"arguments of a kind not recorded: {', '.join(unknown)[:200]}"}

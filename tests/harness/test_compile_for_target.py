@@ -71,3 +71,34 @@ def test_a_gpu_size_too_large_for_the_sandbox_is_not_planned_and_the_prediction_
     assert "GiB" in verdict.details["plan"]["unavailable"]  # 3 x 8 GiB of fp16 tensors: over half of 8 GiB
     # matmul_fp16's cpu size (128^3) is small enough to check as it is: the figures are for that size, said so
     assert "check_size" not in verdict.details and verdict.details["prediction"]["size"] == "cpu"
+
+
+AUTOTUNED = Path(__file__).parents[1] / "data" / "triton_gemm_autotuned.py"
+
+
+def test_an_autotuned_kernel_is_judged_by_the_configs_that_can_launch(tmp_path):
+    """@triton.autotune cannot time in the interpreter: its configs are noted as alternatives, all compiled;
+    one that cannot launch is skipped (as the GPU's autotuner would), all failing is a refusal."""
+    verdict = evaluate("matmul_fp16", AUTOTUNED, "h100", QUICK)
+    assert verdict.status == "ok", verdict.error
+    kernels = verdict.details["compiled"]["kernels"]
+    assert sorted(k["alternative"] for k in kernels) == [0, 1]
+    assert "227 KiB" in kernels[0]["cannot_launch"] and "cannot_launch" not in kernels[1]
+    assert verdict.details["prediction"]["kernel_ms"] > 0  # priced from the config that launches
+    all_big = tmp_path / "all_big.py"
+    all_big.write_text(AUTOTUNED.read_text().replace("(64, 64, 32)]", "(256, 256, 128)]"))
+    refused = evaluate("matmul_fp16", all_big, "h100", QUICK)
+    assert refused.status == "compile_error" and "227 KiB" in refused.error and "more of its configs" in refused.error
+
+
+def test_every_config_of_an_autotuned_kernel_is_checked(tmp_path):
+    """The configs take turns in the trials: a kernel wrong only in its second config is caught."""
+    wrong = tmp_path / "wrong_second_config.py"
+    text = AUTOTUNED.read_text()
+    wrong.write_text(
+        text.replace(
+            "    c = acc.to(tl.float16)", "    if BK == 32:\n        acc = acc * 2.0\n    c = acc.to(tl.float16)"
+        )
+    )
+    verdict = evaluate("matmul_fp16", wrong, "h100", QUICK)
+    assert verdict.status == "incorrect", (verdict.status, verdict.error)
