@@ -32,8 +32,10 @@ def print_eval(console: Console, result: EvalResult) -> None:
     if d.get("size_note"):
         console.print(f"  size: {d['size_note']}", highlight=False)
     if d.get("check_size"):
-        shape = ", ".join(f"{k}={v}" for k, v in sorted(d["check_size"].items()))
-        console.print(f"  checked at {shape} (shrunk for the interpreter: harness/check_size.py)", highlight=False)
+        console.print(
+            f"  checked at {constants_text(d['check_size'])} (shrunk for the interpreter: harness/check_size.py)",
+            highlight=False,
+        )
     if result.correct or d.get("outputs_matched"):
         seeds = d.get("seeds") or []
         shown = ", ".join(str(s) for s in seeds[:2]) + (", ..." if len(seeds) > 2 else "")
@@ -45,8 +47,10 @@ def print_eval(console: Console, result: EvalResult) -> None:
         if second.get("failed"):
             console.print(f"  [yellow]shape-specialised:[/] wrong {second['failed']}", highlight=False)
         elif second.get("constants"):
-            shape = ", ".join(f"{k}={v}" for k, v in sorted(second["constants"].items()))
-            console.print(f"  and at a second shape ({shape}) over {second.get('trials', '?')} trials", highlight=False)
+            console.print(
+                f"  and at a second shape ({constants_text(second['constants'])}) over {second.get('trials', '?')} trials",
+                highlight=False,
+            )
     timing = d.get("timing") or {}
     if "unavailable" in timing:
         console.print(f"  timing: {timing['unavailable']}", highlight=False)
@@ -107,9 +111,14 @@ def _print_compiled(console: Console, compiled: dict | None) -> None:
         console.print(f"    {compiled_line(kernel)}", highlight=False)
 
 
+def constants_text(constants: dict) -> str:
+    """A problem's size constants as `K=8192, M=8192, N=8192`."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(constants.items()))
+
+
 def size_label(size) -> str:
     if isinstance(size, dict):
-        return "size " + ", ".join(f"{k}={v}" for k, v in sorted(size.items()))
+        return "size " + constants_text(size)
     return f"the {size} size" if size else "the problem's size"
 
 

@@ -5,7 +5,7 @@ size the kernel will run at on the GPU (the problem's gpu size). The reference (
 Model) runs on meta tensors, which carry shapes and dtypes and compute nothing, so an 8192^3 GEMM costs
 microseconds. Each aten op it dispatches is noted the way eager PyTorch would launch it: one kernel per op
 that is not a view, with the bytes it reads and writes and its FLOPs (torch's own formulas,
-torch.utils.flop_counter). The cost model prices the reference from that list (targets/costmodel.py).
+torch.utils.flop_counter). The cost model prices the reference from that list (targets/kernel_model.py).
 """
 
 from __future__ import annotations

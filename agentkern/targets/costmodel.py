@@ -21,6 +21,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from agentkern import targets as T
+from agentkern.targets import gpu_arch
 from agentkern.types import GEMM_FAMILIES, ROW_FAMILIES, OpSpec, Target
 
 LAUNCH_MS_EAGER = 0.005  # PyTorch dispatch + kernel launch, per eager op
@@ -56,12 +57,16 @@ class Prediction:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
+# The launch limits are gpu_arch.py's (one table per compute capability); the fallbacks are for a user's GPU
+# whose capability that table lacks.
 def _max_threads_per_sm(target: Target) -> int:
-    return 2048 if target.compute_capability in ("8.0", "9.0") else 1536  # Ampere A100 / Hopper vs Ada
+    arch = gpu_arch.arch_of(target)
+    return arch.max_threads_per_sm if arch else 1536
 
 
 def _smem_per_block_bytes(target: Target) -> float:
-    return ((target.shared_mem_per_sm_kb or 100.0) - 1.0) * 1024  # the driver keeps 1 KB per block
+    arch = gpu_arch.arch_of(target)
+    return arch.max_shared_per_block if arch else ((target.shared_mem_per_sm_kb or 100.0) - 1.0) * 1024
 
 
 def _bytes_per_ms(target: Target) -> float:
