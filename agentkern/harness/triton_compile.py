@@ -25,6 +25,10 @@ from agentkern.targets import gpu_arch
 from agentkern.types import Target
 
 COMPILE_TIMEOUT_S = 180.0
+# The compile process runs outside the evaluation's sandbox group (no memory watch there): a kernel written to
+# blow up the compiler (a huge constexpr unrolled) must not take the machine's memory or disk with it.
+COMPILE_MEMORY_BYTES = 8 * 2**30
+COMPILE_FILE_BYTES = 256 * 2**20
 MAX_DISTINCT = 8  # distinct (kernel, types, constexprs, options) compiled per candidate
 INSTRUCTIONS = {  # PTX mnemonics -> what the verdict calls them
     "wgmma": r"\bwgmma\.mma_async",
@@ -87,13 +91,26 @@ def _run_compiler(folder: Path) -> dict:
         "TRITON_INTERPRET": "0",
     }
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, env=env, cwd=scratch)
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, env=env, cwd=scratch, preexec_fn=_limits
+        )
     except subprocess.TimeoutExpired:
         return {"unavailable": f"the compiler for the target took over {COMPILE_TIMEOUT_S:.0f} s"}
     result = scratch / "result.json"
     if proc.returncode != 0 or not result.is_file():
         return {"unavailable": f"the compile process failed: {one_line(proc.stderr[-2000:] or proc.stdout[-2000:])}"}
     return json.loads(result.read_text())
+
+
+def _limits() -> None:
+    """In the compile process, before it runs anything: address space, file size and CPU time, hard."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (COMPILE_MEMORY_BYTES, COMPILE_MEMORY_BYTES))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (COMPILE_FILE_BYTES, COMPILE_FILE_BYTES))
+    cpu = int(COMPILE_TIMEOUT_S) + 10
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def _checked(kernels: list[dict], launches: list[dict], arch: gpu_arch.Arch, target: Target) -> dict:
