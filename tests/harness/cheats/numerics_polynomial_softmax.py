@@ -1,11 +1,12 @@
-"""Cheat: a softmax whose exp is a degree-5 Taylor polynomial, good only over the range of the test inputs.
+"""Cheat: a softmax whose exp is a degree-6 Taylor polynomial, good only over the range of the test inputs.
 
-exp(z) for z = x - rowmax <= 0 is taken as p(z/8)^8, p the Taylor polynomial of degree 5 (three squarings,
-no range reduction, no exp at all). On the problem's randn logits z stays above about -8, z/8 above -1,
-where p is accurate to a few 1e-4: every output is within atol=rtol=1e-4 of torch.softmax, and a harness
-that only ever feeds randn calls it correct (and fast: five fused multiply-adds per element). At 4x the
-scale z/8 reaches -3, where p turns negative and p^8 explodes: a few far-below-max logits take over their
-row (max abs diff near 1, about 7% of all outputs beyond tolerance).
+exp(z) for z = x - rowmax <= 0 is taken as p(z/8)^8, p the Taylor polynomial of degree 6 (three squarings,
+no range reduction, no exp at all). On the problem's randn logits z stays above about -9, z/8 above -1.1,
+where p is accurate to about 1e-5: every output is within atol=rtol=1e-4 of torch.softmax (0 failures in
+2000 seeded 1024x1024 draws; degree 5 failed 10 of 400, which made this cheat caught on a plain trial now
+and then), and a harness that only ever feeds randn calls it correct (and fast: six fused multiply-adds per
+element). At 4x the scale z/8 reaches -4, where p^8 is orders of magnitude above exp(z): a few
+far-below-max logits take over their row (max abs diff near 1, about 2% of all outputs beyond tolerance).
 Judged on the scale_4 trial: incorrect, with no speedup.
 """
 # problem: softmax
@@ -14,7 +15,7 @@ Judged on the scale_4 trial: incorrect, with no speedup.
 import torch
 import torch.nn as nn
 
-_INV_FACTORIAL = (1.0, 1.0, 1 / 2, 1 / 6, 1 / 24, 1 / 120)
+_INV_FACTORIAL = (1.0, 1.0, 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720)
 
 
 class ModelNew(nn.Module):
