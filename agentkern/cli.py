@@ -14,7 +14,27 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agentkern import backends
+from agentkern.cli_optimize_options import (
+    ApiBase,
+    Backend,
+    Beam,
+    ContextWindow,
+    JsonEnd,
+    K,
+    MaxCost,
+    MaxIters,
+    MaxTokens,
+    MinGain,
+    Model,
+    OutDir,
+    Patience,
+    ProblemArg,
+    Resume,
+    Seed,
+    StartFrom,
+    StopAtRoofline,
+    TimeBudget,
+)
 from agentkern.errors import UserError
 from agentkern.types import EvalOptions
 
@@ -150,47 +170,6 @@ RayAddress = Annotated[
     ),
 ]
 
-# What it optimises, and how:
-ProblemArg = Annotated[
-    str | None,
-    typer.Argument(
-        help="An op name from kernels_dataset (softmax, matmul, ...) or a problem file; not needed with --resume."
-    ),
-]
-Backend = Annotated[
-    str | None,
-    typer.Option(
-        help=f"{', '.join(backends.names())} (default: {backends.default_for('cpu')} on a CPU, "
-        f"{backends.default_for('gpu')} on a GPU)."
-    ),
-]
-Model = Annotated[
-    str | None,
-    typer.Option(help="A litellm model string (openai/..., anthropic/..., ollama/...); default: the built-in policy."),
-]
-ApiBase = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server (vLLM, llama.cpp, ...).")]
-MaxIters = Annotated[int, typer.Option(min=1, help="Iterations at most.")]
-Patience = Annotated[
-    int,
-    typer.Option(
-        min=1,
-        help="Stop after this many iterations without a gain of --min-gain. A stalled iteration first widens the "
-        "search to its next stage (1 to 3) and counts only at the last: up to PATIENCE + 2 stalled iterations.",
-    ),
-]
-MinGain = Annotated[float, typer.Option(min=0.0, help="Relative gain in speedup@k that counts as progress.")]
-K = Annotated[int | None, typer.Option(min=1, help="speedup@k looks at the first k candidates (default: all).")]
-Beam = Annotated[int, typer.Option(min=1, help="Candidates per iteration.")]
-TimeBudget = Annotated[float | None, typer.Option("--time-budget", min=0.0, help="Seconds for the whole run.")]
-MaxCost = Annotated[float | None, typer.Option(min=0.0, help="Dollars of model calls at most.")]
-MaxTokens = Annotated[int | None, typer.Option(min=0, help="Model tokens at most.")]
-Seed = Annotated[int, typer.Option(help="Seed of the built-in policy's search.")]
-OutDir = Annotated[
-    str | None, typer.Option("--out", help="Folder for the best kernel (default: AGENTKERN_HOME/runs/RUN_ID).")
-]
-Resume = Annotated[str | None, typer.Option(help="Continue a run that was interrupted.")]
-JsonEnd = Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")]
-
 
 @app.command("optimize")
 def optimize_command(
@@ -208,6 +187,9 @@ def optimize_command(
     time_budget_s: TimeBudget = None,
     max_cost: MaxCost = None,
     max_tokens: MaxTokens = None,
+    context_window: ContextWindow = None,
+    start_from: StartFrom = "auto",
+    stop_at_roofline: StopAtRoofline = 0.95,
     seed: Seed = 0,
     out: OutDir = None,
     resume: Resume = None,

@@ -140,6 +140,7 @@ class Draft(TypedDict):
     strategy: str  # "family:<algorithm>/<tiling>" (the built-in policy) or "<planner's strategy>/<j>" (an LLM's)
     params: dict[str, Any]  # the template's parameters; {} for a hand-written (LLM) candidate
     parent: str | None  # the candidate it was derived from
+    reply_form: NotRequired[str | None]  # an LLM's reply: "file" (a whole file) or "diff" (against the parent)
     # The solution file; None when the coder has none (then `error` says why). Left out of the copies in the
     # compiler's results and the run store's steps: the code is in the candidate's file.
     source: NotRequired[str | None]
@@ -166,6 +167,7 @@ class VerdictSummary(TypedDict, total=False):
     suspicious: Any
     timing_unavailable: str | None
     prediction: dict[str, Any]  # costmodel.Prediction.to_json()
+    compiled: str  # the kernels' resources on the target (harness/triton_compile.py, cubin.py), one line each
 
 
 class CandidateRecord(TypedDict):
@@ -193,6 +195,8 @@ class Candidate(CandidateRecord):
 
     bound: str | None  # "memory" | "compute"
     counters: NotRequired[dict[str, Any]]  # perf/ncu counters, for a candidate that beat the best so far
+    # A failure's compiler log or correctness report, trimmed (policies/lineage.report_of): the next prompt's
+    report: NotRequired[str]
 
 
 class StoredCandidate(CandidateRecord):
@@ -229,6 +233,9 @@ class Plan(TypedDict, total=False):
     # an LLM policy: the planner's reply and the strategy named in it, and what the call cost
     strategy: str
     text: str
+    ideas: list[dict[str, str]]  # {strategy, text}: one per branch of the beam, taken in turn
+    parents: list[str | None]  # the branches' parents (policies/lineage.py), for the trace
+    start: bool  # the first iteration's kernel comes from --start-from, not from the model
     tokens: int
     cost_usd: float
 
@@ -261,6 +268,10 @@ class RunResult(TypedDict):
     stopped_because: str
     tokens: int
     cost_usd: float
+    # Points of speedup (0.01x each) from the first correct kernel to the best, and what each point cost
+    speedup_points: float
+    tokens_per_point: float | None
+    cost_per_point_usd: float | None
     target: str
     backend: str
     problem: str

@@ -207,10 +207,9 @@ def add_from_run(kb, run_id: str) -> dict:
     }
 
 
-def best_run_params(op: str, target: str, backend: str, root: Path | None = None) -> tuple[dict, str] | None:
-    """(params, exemplar id) of the fastest run exemplar (`kb add --from-run`) for this op, target and backend
-    that recorded its template parameters: the built-in policy starts its search there. Reads the exemplar
-    files' front matter directly, so a built-in run never has to open chromadb."""
+def _run_exemplars(op: str, target: str, backend: str, root: Path | None = None) -> list[tuple[float, dict, Path]]:
+    """(speedup, front matter, path) of every measured run exemplar (`kb add --from-run`) for this op, target
+    and backend. Reads the exemplar files' front matter directly, so a run never has to open chromadb."""
     folder = (root or home() / "kb") / "exemplars"
     found = []
     for path in sorted(folder.glob("run-*.md")) if folder.is_dir() else []:
@@ -221,13 +220,30 @@ def best_run_params(op: str, target: str, backend: str, root: Path | None = None
             front = yaml.safe_load(text[4 : text.index("\n---\n", 4)]) or {}
         except yaml.YAMLError:
             continue
-        if (
-            (front.get("op"), front.get("target"), tuple(front.get("backends") or ())) == (op, target, (backend,))
-            and front.get("params")
-            and not front.get("predicted")
-        ):
-            found.append((float(front.get("speedup") or 0), front["params"], str(front.get("id", path.stem))))
+        if (front.get("op"), front.get("target"), tuple(front.get("backends") or ())) == (
+            op,
+            target,
+            (backend,),
+        ) and not front.get("predicted"):
+            found.append((float(front.get("speedup") or 0), front, path))
+    return found
+
+
+def best_run_params(op: str, target: str, backend: str, root: Path | None = None) -> tuple[dict, str] | None:
+    """(params, exemplar id) of the fastest run exemplar for this op, target and backend that recorded its
+    template parameters: the built-in policy starts its search there."""
+    found = [(s, f) for s, f, _ in _run_exemplars(op, target, backend, root) if f.get("params")]
     if not found:
         return None
-    _, params, doc_id = max(found, key=lambda f: f[0])
-    return params, doc_id
+    _, front = max(found, key=lambda f: f[0])
+    return front["params"], str(front.get("id"))
+
+
+def best_run_exemplar(op: str, target: str, backend: str, root: Path | None = None) -> tuple[Path, str] | None:
+    """(file, exemplar id) of the fastest run exemplar for this op, target and backend: an LLM run's first
+    parent (policies/start.py)."""
+    found = _run_exemplars(op, target, backend, root)
+    if not found:
+        return None
+    _, front, path = max(found, key=lambda f: f[0])
+    return path, str(front.get("id", path.stem))

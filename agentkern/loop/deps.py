@@ -25,6 +25,10 @@ class OptimizeOptions:
     backend: str | None = None  # cpp | triton | cuda; default from the target
     model: str | None = None  # litellm model string; None or "builtin": the built-in policy
     api_base: str | None = None
+    # An LLM run: the model's context window in tokens (None: litellm's figure, the server's, else 4096) and
+    # where its first kernel comes from (policies/start.py: auto | exemplar | builtin | scratch)
+    context_window: int | None = None
+    start_from: str = "auto"
     max_iters: int = 8
     patience: int = 3
     min_gain: float = 0.01
@@ -33,6 +37,9 @@ class OptimizeOptions:
     time_budget_s: float | None = None
     max_cost: float | None = None
     max_tokens: int | None = None
+    # Stop once the best kernel reaches this fraction of the roofline bound (KernelAgent's speed-of-light
+    # stop); None: only the other stop rules
+    stop_at_roofline: float | None = 0.95
     seed: int = 0
     out: str | None = None
     size: str | None = None  # the problem's size, cpu | gpu (agentkern/sizes.py); None: the target picks

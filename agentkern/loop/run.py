@@ -76,7 +76,14 @@ def make_policy(
 
         known = best_run_params(Path(problem_path).stem, target_name, backend) if target_name else None
         return BuiltinPolicy(spec, backend, seed=opts.seed, start=known, features=features)
-    return llm_policy(model, store, run_id)
+    from agentkern.models.context import context_window
+    from agentkern.policies.start import choose
+
+    starter, start_note = choose(opts.start_from, Path(problem_path), target_name or "", backend, opts.size, features)
+    window, window_from = context_window(model, opts.context_window)
+    setup = {"start_from": opts.start_from, "start": start_note, "context_window": window, "window_from": window_from}
+    store.step(run_id, 0, "setup", f"start {start_note}; context window {window} tokens ({window_from})", setup)
+    return llm_policy(model, store, run_id, window=window, window_from=window_from, starter=starter)
 
 
 def _host_features(target: Target, backend: str) -> frozenset | None:
@@ -105,10 +112,10 @@ def _other_backend_with_template(family: str, backend: str) -> str | None:
     return next((name for name in others if _has_template(family, name)), None)
 
 
-def llm_policy(model, store: RunStore, run_id: str) -> Policy:
+def llm_policy(model, store: RunStore, run_id: str, window=None, window_from: str = "", starter=None) -> Policy:
     from agentkern.policies.llm import LLMPolicy
 
-    def record(agent, iteration, prompt, reply, error, retrieved=None):
+    def record(agent, iteration, prompt, reply, error, retrieved=None, notes=None):
         store.model_call(
             run_id,
             iteration,
@@ -122,9 +129,10 @@ def llm_policy(model, store: RunStore, run_id: str) -> Policy:
             getattr(reply, "latency_s", 0.0),
             error,
             retrieved,
+            notes,
         )
 
-    return LLMPolicy(model, record)
+    return LLMPolicy(model, record, window=window, window_source=window_from, starter=starter)
 
 
 def prepare(
@@ -291,6 +299,21 @@ def _invoke(deps: Deps, resume: str | None, checkpointer) -> RunResult:
     return finish(deps, final)
 
 
+def per_point(candidates: list, tokens: int, cost_usd: float) -> dict:
+    """Tokens and dollars per point of speedup: per 0.01x gained from the run's first correct kernel (the
+    starting kernel of --start-from, else the model's first correct one) to its best. None without a gain."""
+    first = next((c for c in candidates if c.get("correct") and c.get("speedup") is not None), None)
+    best = population.best(candidates)
+    points = (best["speedup"] - first["speedup"]) * 100 if first and best else 0.0
+    if points <= 0:
+        return {"speedup_points": 0.0, "tokens_per_point": None, "cost_per_point_usd": None}
+    return {
+        "speedup_points": round(points, 2),
+        "tokens_per_point": round(tokens / points, 1),
+        "cost_per_point_usd": round(cost_usd / points, 6),
+    }
+
+
 def finish(deps: Deps, final: RunState) -> RunResult:
     candidates = final.get("candidates", [])
     best = population.best(candidates)
@@ -327,6 +350,7 @@ def finish(deps: Deps, final: RunState) -> RunResult:
         "stopped_because": stopped,
         "tokens": final.get("tokens", 0),
         "cost_usd": final.get("cost_usd", 0.0),
+        **per_point(candidates, final.get("tokens", 0), final.get("cost_usd", 0.0)),
         "target": deps.target.name,
         "backend": deps.backend,
         "problem": str(deps.problem_path),

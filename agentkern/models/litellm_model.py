@@ -2,8 +2,8 @@
 
 litellm is imported on first use (it takes ~3 s), with its cost map read from the installed package (no
 network). Retries are ours, not litellm's (`num_retries=0`): exponential back-off with jitter, honouring a
-Retry-After header, on rate limits, timeouts, connection errors and 5xx; never on 4xx or a malformed
-response.
+Retry-After header, on rate limits, connection errors and 5xx; never on 4xx, a malformed response, or a
+timeout (the same generation would time out again).
 
 How a failure is classified. litellm's exception *types* are not reliable on their own (measured with
 litellm 1.106.2 against a local server, see tests/unit/test_models.py):
@@ -190,7 +190,9 @@ def _classify(exc: BaseException, litellm: Any, timeout_s: float, api_base: str 
     # 3. Timeouts, then connection failures (refused, reset, dropped mid-response, DNS).
     timeout_types: tuple[type, ...] = (httpx.TimeoutException, TimeoutError, litellm.Timeout)
     if any(isinstance(e, timeout_types) for e in chain):
-        return _Failure("timeout", True, f"request timed out (timeout {timeout_s:g}s)")
+        # Not retried: a generation that outlasted the timeout (a slow local model) would outlast it again, and
+        # each blind retry costs the whole timeout (and, on a hosted model, the tokens) once more.
+        return _Failure("timeout", False, f"request timed out (timeout {timeout_s:g}s; not retried)")
     connection_types: tuple[type, ...] = (httpx.TransportError, ConnectionError)
     for e in chain:
         if isinstance(e, connection_types):

@@ -21,6 +21,8 @@ class PolicyContext(TypedDict):
     elites: list[Elite]  # the best candidate of each strategy family, best first
     best: Candidate | None
     tried: list[dict[str, Any]]  # the parameters of every candidate so far (a policy proposes new ones)
+    candidates: list[Candidate]  # every evaluated candidate, in order (an LLM's lineages: policies/lineage.py)
+    beam: int  # coder calls this iteration (--beam): the planner proposes as many ideas
     feedback: str  # the critic's words on the last iteration
     problem_source: str
     target: Target

@@ -1,77 +1,137 @@
 """Planner and coder backed by a chat model (any litellm model, or a scripted one in tests).
 
-A reply without usable code (no code block, no ModelNew, truncated, not Python) and a failed call become a
-draft with an error: the compiler records it and the critic's feedback tells the next coder why.
+The planner sees the problem, the lineages' parents (policies/lineage.py) and what was tried from them, and
+proposes one idea per branch of the beam (`STRATEGY:` lines). Each coder call improves one parent: its
+prompt carries the parent's whole source and verdict and the lineage's memory, and the reply is a whole file
+or a unified diff against the parent (policies/replies.py). Every prompt is fitted to the model's context
+window first (policies/prompt_budget.py). The first iteration may start from a known kernel instead of the
+model (policies/start.py): no tokens spent, and the model's first reply already refines a strong kernel.
+
+A reply without usable code (no code block, a diff that does not apply, truncated, not Python), a prompt that
+cannot fit, and a failed call become a draft with an error: the compiler records it and the next prompt
+says why.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from agentkern import backends
 from agentkern.kb.retrieve import brief
-from agentkern.models.base import ChatModel, ModelError, NoCodeError, extract_solution
-from agentkern.policies import prompts
+from agentkern.models.base import ChatModel, ModelError, NoCodeError
+from agentkern.policies import lineage, prompt_budget, prompts, replies
 from agentkern.policies.base import Policy, PolicyContext
+from agentkern.policies.start import Starter
 from agentkern.types import Draft, Plan
 
-STRATEGY_LINE = re.compile(r"^\s*STRATEGY:\s*(\S+)", re.M)
+STRATEGY_LINE = re.compile(r"^\W*STRATEGY\W*:\s*`?([^\s`]+)`?", re.M | re.I)
+
+
+def ideas_in(text: str) -> list[dict[str, str]]:
+    """The planner's ideas: each `STRATEGY: family/variant` line and the lines up to the next one."""
+    found = list(STRATEGY_LINE.finditer(text))
+    return [
+        {
+            "strategy": m.group(1).strip("*_:."),
+            "text": text[m.start() : found[i + 1].start() if i + 1 < len(found) else None].strip(),
+        }
+        for i, m in enumerate(found)
+    ]
 
 
 class LLMPolicy(Policy):
     reads_knowledge = True  # planner.context() retrieves documents for the prompts' "Reference material"
 
-    def __init__(self, model: ChatModel, record: Callable[..., None]) -> None:
+    def __init__(
+        self,
+        model: ChatModel,
+        record: Callable[..., None],
+        *,
+        window: int | None = None,
+        window_source: str = "",
+        starter: Starter | None = None,
+    ) -> None:
         self.model = model
-        # record(agent, iteration, prompt, reply | None, error | None, retrieved=[documents in the prompt])
+        # record(agent, iteration, prompt, reply | None, error | None, retrieved=[...], notes={...})
         self.record = record
+        self.window = window
+        self.window_source = window_source
+        self.starter = starter
 
     def _ask(
-        self, agent: str, iteration: int, prompt: str, knowledge: list | None = None
+        self, agent: str, ctx: dict[str, Any], template: str, ideas: int = 1
     ) -> tuple[str | None, str | None, int, float]:
-        retrieved = [brief(doc) for doc in knowledge or []]
+        """(reply text, error, tokens, cost) of one call, its prompt fitted to the window."""
+        retrieved = [brief(doc) for doc in ctx.get("knowledge") or []]
+        iteration = ctx["iteration"]
         try:
-            reply = self.model.complete([{"role": "user", "content": prompt}])
-        except ModelError as exc:
-            self.record(agent, iteration, prompt, None, str(exc), retrieved=retrieved)
+            fitted = prompt_budget.fit(agent, lambda c: prompts.render(template, **c), ctx, self.window, ideas=ideas)
+        except prompt_budget.PromptTooLarge as exc:
+            prompt = prompts.render(template, **ctx)
+            self.record(agent, iteration, prompt, None, str(exc), retrieved=retrieved, notes=self._notes(None))
             return None, str(exc), 0, 0.0
-        self.record(agent, iteration, prompt, reply, None, retrieved=retrieved)
+        notes = self._notes(fitted)
+        try:
+            reply = self.model.complete([{"role": "user", "content": fitted.prompt}], max_tokens=fitted.max_tokens)
+        except ModelError as exc:
+            self.record(agent, iteration, fitted.prompt, None, str(exc), retrieved=retrieved, notes=notes)
+            return None, str(exc), 0, 0.0
+        if reply.finish_reason:
+            notes["finish_reason"] = reply.finish_reason
+        self.record(agent, iteration, fitted.prompt, reply, None, retrieved=retrieved, notes=notes)
         return reply.text, None, reply.prompt_tokens + reply.completion_tokens, reply.cost_usd
 
+    def _notes(self, fitted: prompt_budget.Fitted | None) -> dict[str, Any]:
+        notes = fitted.notes() if fitted else {"window": self.window}
+        if self.window_source:
+            notes["window_from"] = self.window_source
+        return notes
+
     def plan(self, ctx: PolicyContext) -> Plan:
-        prompt = prompts.render("planner", **ctx)
-        text, error, tokens, cost = self._ask("planner", ctx["iteration"], prompt, ctx.get("knowledge"))
-        text = text or ""
-        found = STRATEGY_LINE.search(text)
-        strategy = found.group(1) if found else f"llm/{ctx['iteration']}"
+        if self.starter is not None and not ctx["candidates"]:
+            return self.starter.plan()
+        beam = ctx.get("beam", 1)
+        branches = lineage.branches(ctx["candidates"], beam)
+        text, error, tokens, cost = self._ask("planner", {**ctx, "branches": branches, "ideas": beam}, "planner", beam)
+        ideas = ideas_in(text or "") or [{"strategy": f"llm/{ctx['iteration']}", "text": text or ""}]
         return {
-            "summary": f"{strategy}" + (f" (planner failed: {error})" if error else ""),
-            "strategy": strategy,
-            "text": text,
+            "summary": ", ".join(i["strategy"] for i in ideas) + (f" (planner failed: {error})" if error else ""),
+            "strategy": ideas[0]["strategy"],
+            "text": text or "",
+            "ideas": ideas,
+            "parents": [b["parent"]["id"] if b["parent"] else None for b in branches],
             "tokens": tokens,
             "cost_usd": cost,
         }
 
     def write(self, plan: Plan, ctx: PolicyContext, beam: int) -> list[Draft]:
-        drafts: list[Draft] = []
+        if plan.get("start") and self.starter is not None:
+            return self.starter.drafts()
         coder_prompt = backends.get(ctx["backend"]).prompt
-        for j in range(beam):
-            prompt = prompts.render(coder_prompt, plan_text=plan.get("text", ""), **ctx)
-            text, error, tokens, cost = self._ask("coder", ctx["iteration"], prompt, ctx.get("knowledge"))
-            source = None
+        ideas = plan.get("ideas") or [{"strategy": plan.get("strategy", "llm"), "text": plan.get("text", "")}]
+        branches = lineage.branches(ctx["candidates"], beam)
+        drafts: list[Draft] = []
+        for j, branch in enumerate(branches):
+            idea = ideas[j % len(ideas)]
+            coder_ctx = {**ctx, "plan_text": idea["text"], "branches": [branch]}
+            text, error, tokens, cost = self._ask("coder", coder_ctx, coder_prompt)
+            parent = branch["parent"]
+            source, form = None, None
             if text is not None:
                 try:
-                    source = extract_solution(text)
+                    source, form = replies.solution(text, parent["source"] if parent else None)
                 except NoCodeError as exc:
                     error = f"reply without usable code: {exc}"
             drafts.append(
                 {
-                    "strategy": f"{plan['strategy']}/{j}",
+                    "strategy": f"{idea['strategy']}/{j}",
                     "source": source,
                     "error": error,
                     "params": {},
-                    "parent": None,
+                    "parent": parent["id"] if parent else None,
+                    "reply_form": form,
                     "tokens": tokens,
                     "cost_usd": cost,
                 }

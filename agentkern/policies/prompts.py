@@ -24,4 +24,5 @@ def render(name: str, **context) -> str:
 
 
 def template_names() -> list[str]:
-    return sorted(p.stem for p in (data_root() / "prompts").glob("*.j2"))
+    """The agents' templates; `_name.j2` files are parts they include."""
+    return sorted(p.stem for p in (data_root() / "prompts").glob("*.j2") if not p.name.startswith("_"))

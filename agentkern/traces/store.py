@@ -56,6 +56,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN owner TEXT;
     """,
+    # 4: how each model call was fitted to the model's context window (policies/prompt_budget.py): the
+    # window and where it came from, the reply's max_tokens, what was trimmed from the prompt, finish reason.
+    """
+    ALTER TABLE model_calls ADD COLUMN notes TEXT;
+    """,
 ]
 
 # Seconds a writer waits for another writer's lock (several runs, or `bench`, share one runs.db).
@@ -164,10 +169,11 @@ class RunStore:
         latency_s: float = 0.0,
         error: str | None = None,
         retrieved: list | None = None,
+        notes: dict | None = None,
     ) -> None:
         self.db.execute(
             "INSERT INTO model_calls (run_id, iteration, agent, ts, model, prompt, reply, prompt_tokens, "
-            "completion_tokens, cost_usd, latency_s, error, retrieved) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "completion_tokens, cost_usd, latency_s, error, retrieved, notes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 run_id,
                 iteration,
@@ -182,6 +188,7 @@ class RunStore:
                 latency_s,
                 error,
                 _json(retrieved or []),
+                _json_or_null(notes),
             ),
         )
 

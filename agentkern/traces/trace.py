@@ -116,7 +116,10 @@ def load(store: RunStore, run_id: str) -> RunTrace:
         raise UserError(f"no run {run_id!r} in {store.path} (`agentkern traces list` shows the runs)")
     run["options"] = _loads(run.get("options")) or {}
     candidates = sorted((_candidate(row) for row in store.candidates(run_id)), key=_candidate_order)
-    calls = [{**row, "retrieved": _loads(row.get("retrieved")) or []} for row in store.model_calls(run_id)]
+    calls = [
+        {**row, "retrieved": _loads(row.get("retrieved")) or [], "notes": _loads(row.get("notes")) or {}}
+        for row in store.model_calls(run_id)
+    ]
     rows = [{**row, "payload": _loads(row.get("payload"))} for row in store.steps(run_id)]
     rows.sort(key=lambda r: (r["iteration"], AGENT_ORDER.get(r["agent"], 9), r["id"]))
     steps = []

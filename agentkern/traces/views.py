@@ -146,6 +146,18 @@ def _calls(node: Tree, trace: RunTrace, step: Step, limit: int | None) -> None:
             sub.add(Text(f"error: {call['error']}", style="red"))
         else:
             sub.add(_block("reply", call["reply"] or "", "markdown", limit, step))
+        notes = call.get("notes") or {}
+        if notes.get("trimmed") or notes.get("window"):
+            sub.add(
+                Text(
+                    f"context window {notes.get('window')} tokens"
+                    + (f" ({notes['window_from']})" if notes.get("window_from") else "")
+                    + (f", reply max {notes['max_tokens']}" if notes.get("max_tokens") else "")
+                    + (f"; trimmed to fit: {', '.join(notes['trimmed'])}" if notes.get("trimmed") else "")
+                    + (f"; finish {notes['finish_reason']}" if notes.get("finish_reason") else ""),
+                    style="yellow" if notes.get("trimmed") else "dim",
+                )
+            )
         if call.get("retrieved"):
             names = [str(d.get("id", d)) if isinstance(d, dict) else str(d) for d in call["retrieved"]]
             sub.add(Text("retrieved: " + ", ".join(names), style="dim"))

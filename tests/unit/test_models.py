@@ -404,14 +404,15 @@ def test_client_errors_are_not_retried(status):
     assert len(server.requests) == 1 and sleeps == []
 
 
-def test_a_timeout_is_retried_then_reported():
-    with FakeOpenAIServer([ok("late", delay_s=1.0)]) as server:
+def test_a_timeout_is_reported_without_a_blind_retry():
+    """A generation that outlasted the timeout would outlast it again: one request, not three."""
+    with FakeOpenAIServer([ok("late", delay_s=1.0), ok("late", delay_s=1.0)]) as server:
         with pytest.raises(ModelError) as info:
-            local_model(server, max_retries=2, timeout_s=0.3, sleep=Sleeps()).complete(MESSAGES)
+            local_model(server, max_retries=3, timeout_s=0.3, sleep=Sleeps()).complete(MESSAGES)
     message = assert_one_line(info.value)
-    assert "timed out" in message and "after 2 attempts" in message
-    assert info.value.kind == "timeout"
-    assert len(server.requests) == 2
+    assert "timed out" in message and "not retried" in message
+    assert info.value.kind == "timeout" and not info.value.retryable
+    assert len(server.requests) == 1
 
 
 def test_a_refused_connection_is_retried_then_reported():

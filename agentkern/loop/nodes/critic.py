@@ -87,6 +87,17 @@ def _budget_exhausted(state: RunState, deps: Deps, iteration: int) -> str | None
     return None
 
 
+def _near_speed_of_light(candidates: list[Candidate], fraction: float | None) -> str | None:
+    """KernelAgent's stop: the best kernel is within reach of the roofline bound, little is left to gain."""
+    best = population.best(candidates)
+    if fraction is None or best is None or not best.get("roofline_fraction"):
+        return None
+    if best["roofline_fraction"] >= fraction:
+        kind = "predicted" if best.get("predicted") else "measured"
+        return f"{best['id']} reached {best['roofline_fraction']:.0%} of the roofline ({kind}; --stop-at-roofline {fraction:g})"
+    return None
+
+
 def run(state: RunState, runtime: Runtime[Deps]) -> RunState:
     deps = runtime.context
     iteration = state["iteration"]
@@ -107,6 +118,8 @@ def run(state: RunState, runtime: Runtime[Deps]) -> RunState:
     stopped = _budget_exhausted(state, deps, iteration)
     if stopped is None and not state.get("drafts"):
         stopped = "the coder had no new candidate to propose (search space exhausted)"
+    if stopped is None:
+        stopped = _near_speed_of_light(candidates, deps.options.stop_at_roofline)
     if stopped is None and stale >= deps.options.patience:
         stopped = f"speedup@k did not improve by {deps.options.min_gain:.0%} for {deps.options.patience} iterations"
     feedback = _feedback(this_iteration)

@@ -30,6 +30,8 @@ def context(state: RunState, deps: Deps) -> PolicyContext:
         "elites": population.summary(candidates),
         "best": population.best(candidates),
         "tried": [c.get("params") for c in candidates if c.get("params")],
+        "candidates": candidates,
+        "beam": deps.options.beam,
         "feedback": state.get("feedback", ""),
         "problem_source": deps.problem_source,
         "target": deps.target,

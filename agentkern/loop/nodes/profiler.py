@@ -15,8 +15,10 @@ from langgraph.runtime import Runtime
 from agentkern import candidates as population
 from agentkern.loop.deps import Deps
 from agentkern.loop.state import RunState
+from agentkern.policies import lineage
 from agentkern.traces import evidence
 from agentkern.types import Candidate
+from agentkern.verdict_view import compiled_line
 
 if TYPE_CHECKING:  # the cost model is loaded by the run that predicts (loop/run.make_predictor)
     from agentkern.targets.costmodel import Prediction
@@ -53,6 +55,10 @@ def run(state: RunState, runtime: Runtime[Deps]) -> RunState:
                 "timing_unavailable": timing.get("unavailable"),
             },
         }
+        if verdict["status"] not in ("ok",):
+            record["report"] = lineage.report_of(verdict)  # what the next coder prompt shows of the failure
+        if (details.get("compiled") or {}).get("kernels"):
+            record["verdict"]["compiled"] = "; ".join(compiled_line(k) for k in details["compiled"]["kernels"])
         if record["predicted"] and record["correct"] and deps.predictor is not None:
             _apply_prediction(record, deps.predictor(draft, verdict), details)
         deps.store.candidate(deps.run_id, record, evidence.from_verdict(verdict, item["path"]))

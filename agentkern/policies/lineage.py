@@ -1,0 +1,162 @@
+"""What an LLM coder works on: a parent kernel, its verdict, and what was already tried from it.
+
+Each coder call improves one parent: the elites of the strategy families, best first, one per branch of the
+beam (quality-diversity: a second branch refines the second family's best, not the first one's again). The
+prompt carries the parent's whole source and verdict, and the lineage's memory: the last attempts whose
+parent was this kernel or one of its ancestors, with what happened to each, and for a failure the compiler
+log or the correctness report, so the model does not repeat a failed idea. Without any correct kernel yet,
+the branch has no parent and its memory is the run's latest attempts.
+
+Plain functions of the run's candidate records (types.Candidate), so a resumed run shows the same thing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypedDict
+
+from agentkern import candidates as population
+from agentkern.types import Candidate
+
+MEMORY = 4  # attempts remembered per lineage; the prompt budget may keep fewer
+REPORT_CHARS = 2400  # of one failure's log or correctness report (head and tail kept)
+
+
+class Attempt(TypedDict):
+    id: str
+    strategy: str
+    parent: str | None
+    outcome: str  # one line: "correct, 1.32x measured" / "compile_error: ..."
+    report: str  # for a failure: the compiler log or the correctness report; "" otherwise
+
+
+class Parent(TypedDict):
+    id: str
+    strategy: str
+    source: str
+    verdict: str  # lines: status, speedup, roofline, bound, counters, compiled resources, cost-model notes
+
+
+class Branch(TypedDict):
+    parent: Parent | None
+    attempts: list[Attempt]  # oldest first
+
+
+def trim_middle(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters, keeping its head and its tail (an error's cause is usually at
+    one end of a log, the summary at the other)."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    tail = limit - head
+    dropped = text.count("\n", head, len(text) - tail)
+    return f"{text[:head]}\n[... {dropped} lines left out ...]\n{text[-tail:]}"
+
+
+def outcome(c: Candidate) -> str:
+    """One line on what happened to a candidate."""
+    if c.get("correct") and c.get("speedup") is not None:
+        kind = "predicted" if c.get("predicted") else "measured"
+        line = f"correct, {c['speedup']:.2f}x {kind}"
+        if c.get("roofline_fraction"):
+            line += f", {c['roofline_fraction']:.0%} of the roofline"
+        return line
+    if c.get("status") == "ok":
+        return "correct, not timed here"
+    error = " ".join((c.get("error") or "").split())
+    return f"{c.get('status')}: {error[:240]}" if error else str(c.get("status"))
+
+
+def verdict_text(c: Candidate) -> str:
+    """The parent's verdict for the prompt: the outcome, then what limits it (critic.bottleneck's words)."""
+    from agentkern.loop.nodes.critic import bottleneck
+
+    lines = [outcome(c)]
+    if c.get("kernel_ms") and c.get("reference_ms"):
+        lines.append(f"kernel {c['kernel_ms']:.4g} ms, reference {c['reference_ms']:.4g} ms")
+    limits = bottleneck(c)
+    if limits:
+        lines.append(limits)
+    compiled = (c.get("verdict") or {}).get("compiled")
+    if compiled:
+        lines.append(f"Compiled for the target: {compiled}")
+    return "\n".join(lines)
+
+
+def _source(c: Candidate) -> str | None:
+    try:
+        return Path(c["path"]).read_text() if c.get("path") else None
+    except OSError:
+        return None
+
+
+def _ancestors(c: Candidate, by_id: dict[str, Candidate]) -> list[str]:
+    chain, seen = [], set()
+    node: Candidate | None = c
+    while node is not None and node["id"] not in seen:
+        seen.add(node["id"])
+        chain.append(node["id"])
+        node = by_id.get(node.get("parent") or "")
+    return chain
+
+
+def attempt(c: Candidate) -> Attempt:
+    failed = not (c.get("correct") and c.get("speedup") is not None) and c.get("status") != "ok"
+    return {
+        "id": c["id"],
+        "strategy": c["strategy"],
+        "parent": c.get("parent"),
+        "outcome": outcome(c),
+        "report": trim_middle(c.get("report") or "", REPORT_CHARS) if failed else "",
+    }
+
+
+def branches(candidates: list[Candidate], count: int) -> list[Branch]:
+    """One branch per coder call of an iteration: its parent (an elite, best family first, taken in turn)
+    and the lineage's memory."""
+    elites = sorted(population.elites(candidates).values(), key=lambda c: (-c["speedup"], c["id"]))
+    by_id = {c["id"]: c for c in candidates}
+    out: list[Branch] = []
+    for j in range(count):
+        if not elites:
+            out.append({"parent": None, "attempts": [attempt(c) for c in candidates[-MEMORY:]]})
+            continue
+        chosen = elites[j % len(elites)]
+        source = _source(chosen)
+        if source is None:  # its file is gone (a moved run folder): nothing to refine
+            out.append({"parent": None, "attempts": [attempt(c) for c in candidates[-MEMORY:]]})
+            continue
+        chain = set(_ancestors(chosen, by_id))
+        tried = [c for c in candidates if c.get("parent") in chain and c["id"] != chosen["id"]]
+        out.append(
+            {
+                "parent": {
+                    "id": chosen["id"],
+                    "strategy": chosen["strategy"],
+                    "source": source,
+                    "verdict": verdict_text(chosen),
+                },
+                "attempts": [attempt(c) for c in tried[-MEMORY:]],
+            }
+        )
+    return out
+
+
+def report_of(verdict: dict[str, Any]) -> str:
+    """What the next prompt should see of a failed evaluation: the correctness report (which trial, which
+    inputs, how far off) or the compiler's and worker's output."""
+    from agentkern.traces.evidence import compile_log
+
+    details = verdict.get("details") or {}
+    parts = []
+    failed = details.get("failed_trial")
+    if failed:
+        where = ", ".join(f"{k} {v}" for k, v in failed.items() if k != "seed")
+        parts.append(f"failed trial: {where}")
+    for key in ("mismatch", "rejected_because", "suspicious"):
+        if details.get(key):
+            parts.append(f"{key.replace('_', ' ')}: {details[key]}")
+    log = compile_log(verdict)  # the error first, then the build's and the worker's output
+    if log:
+        parts.append(log)
+    return trim_middle("\n".join(parts), 4 * REPORT_CHARS)

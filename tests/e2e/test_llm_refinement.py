@@ -1,0 +1,135 @@
+"""An LLM run that refines: a scripted model improves a C++ relu step by step, as whole files and as diffs
+against the parent it was shown, through the real harness. The run's best improves iteration after
+iteration, each candidate records its parent, the trace's diffs show what each step changed, and the prompt
+after a failed step carries the compiler's error."""
+
+import json
+import sqlite3
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from support import fast_options
+
+from agentkern.loop import run as optimize
+from agentkern.loop.deps import OptimizeOptions
+from agentkern.models.scripted import ScriptedModel
+from agentkern.traces import diff
+from agentkern.traces.trace import load
+
+# relu computed REPEAT times over (a chain of dependent adds per element), so REPEAT sets the speed: 16
+# then 4 then 1 are about 16x, 4x and 1x the work, far apart beyond any timing noise.
+KERNEL = '''import ctypes
+import torch
+import torch.nn as nn
+from agentkern.native import compile_cpp, ptr
+
+CPP_SOURCE = r"""
+#define REPEAT %(repeat)s
+extern "C" void relu(const float* x, float* y, long n) {
+    #pragma omp parallel for
+    for (long i = 0; i < n; ++i) {
+        float acc = 0.f;
+        for (int r = 0; r < REPEAT; ++r) acc += x[i] > 0.f ? x[i] : 0.f;
+        y[i] = acc / REPEAT;
+    }
+}
+"""
+lib = compile_cpp(CPP_SOURCE, name="relu_repeat")
+lib.relu.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.relu(ptr(x), ptr(y), x.numel())
+        return y
+'''
+
+FIRST = f"Here is a first kernel.\n```python\n{KERNEL % {'repeat': 16}}```\n"
+# A diff against 001-0 as the prompt showed it, with a hunk header whose counts are wrong (models get them
+# wrong; the counts are repaired before patch runs).
+TO_FOUR = """Less repeated work:
+```diff
+--- a/solution.py
++++ b/solution.py
+@@ -6,2 +6,2 @@
+ CPP_SOURCE = r\"\"\"
+-#define REPEAT 16
++#define REPEAT 4
+ extern "C" void relu(const float* x, float* y, long n) {
+```
+"""
+BROKEN = """```diff
+@@ -12,1 +12,1 @@
+-        y[i] = acc / REPEAT;
++        y[i] = acc / REPEAT + undeclared_name;
+```
+"""
+WHOLE = f"```python\n{KERNEL % {'repeat': 1}}```\n"
+
+
+def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
+    model = ScriptedModel(
+        [
+            "STRATEGY: relu-repeat/r16\nStart simple.",
+            FIRST,
+            "STRATEGY: relu-repeat/r4\nRepeat less.",
+            TO_FOUR,
+            "STRATEGY: relu-repeat/broken\nTry an extra term.",
+            BROKEN,
+            "STRATEGY: relu-repeat/r1\nNo repetition at all.",
+            WHOLE,
+        ]
+    )
+    store = optimize.open_store()
+    run_id = optimize.new_run_id("relu")
+    policy = optimize.llm_policy(model, store, run_id)
+    opts = fast_options(run_timeout_s=60)
+
+    def evaluate(problem_path, path, target_name, _options):
+        from agentkern.harness.evaluate import evaluate as harness_evaluate
+
+        return harness_evaluate(problem_path, path, target_name, opts)
+
+    options = OptimizeOptions(
+        problem="relu", target="cpu", beam=1, max_iters=4, patience=9, out=str(tmp_path / "out"), stop_at_roofline=None
+    )
+    original = optimize.new_run_id
+    optimize.new_run_id = lambda problem: run_id
+    try:
+        result = optimize.run(
+            options,
+            policy=policy,
+            evaluate=evaluate,
+            checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
+        )
+    finally:
+        optimize.new_run_id = original
+
+    stored = {c["candidate_id"]: c for c in store.candidates(run_id)}
+    assert [stored[k]["status"] for k in ("001-0", "002-0", "003-0", "004-0")] == ["ok", "ok", "compile_error", "ok"]
+    # Each step's parent is the best kernel when it was written.
+    assert [stored[k]["parent"] for k in ("001-0", "002-0", "003-0", "004-0")] == [None, "001-0", "002-0", "002-0"]
+    speedups = [stored[k]["speedup"] for k in ("001-0", "002-0", "004-0")]
+    assert speedups[0] < speedups[1] < speedups[2], speedups
+    history = result["speedup_history"]
+    assert history[0] < history[1] < history[3] and history[1] == history[2], history
+    assert result["best"]["candidate"] == "004-0"
+
+    # The prompts: the second coder call saw 001-0's whole source and its verdict; the fourth saw the
+    # compiler's error of the third.
+    coder_prompts = [c["prompt"] for c in store.model_calls(run_id) if c["agent"] == "coder"]
+    assert "#define REPEAT 16" in coder_prompts[1] and "(001-0, strategy relu-repeat/r16/0)" in coder_prompts[1]
+    assert "correct, " in coder_prompts[1] and "x measured" in coder_prompts[1]
+    assert "```diff" in coder_prompts[1]  # the reply may be a diff against it
+    assert "#define REPEAT 4" in coder_prompts[3] and "003-0" in coder_prompts[3]
+    assert "undeclared_name" in coder_prompts[3] and "compile_error" in coder_prompts[3]
+
+    # The trace: what each step changed, against its parent.
+    trace = load(store, run_id)
+    text, heading, _ = diff.against_base(trace, trace.candidate("002-0"))
+    assert heading == "diff against its parent 001-0"
+    assert "-#define REPEAT 16" in text and "+#define REPEAT 4" in text
+    coder_steps = [json.loads(s["payload"]) for s in store.steps(run_id) if s["agent"] == "coder"]
+    forms = [d.get("reply_form") for payload in coder_steps for d in payload["drafts"]]
+    assert forms == ["file", "diff", "diff", "file"]
