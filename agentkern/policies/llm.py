@@ -26,7 +26,15 @@ from agentkern.policies.base import Policy, PolicyContext
 from agentkern.policies.start import Starter
 from agentkern.types import Draft, Plan
 
-STRATEGY_LINE = re.compile(r"^\W*STRATEGY\W*:\s*`?([^\s`]+)`?", re.M | re.I)
+STRATEGY_LINE = re.compile(r"^[\s*#>\d.)-]*STRATEGY[\s*_]*:[\s*_`]*([^\s`*]+)", re.M | re.I)
+
+
+_WINDOW_ERROR = re.compile(r"context (length|window|size)|maximum context|exceed", re.I)
+
+
+def _window_exceeded(exc: ModelError) -> bool:
+    """A server's refusal of a request longer than its window (HTTP 400 "maximum context length ...")."""
+    return exc.status == 400 and bool(_WINDOW_ERROR.search(str(exc)))
 
 
 def ideas_in(text: str) -> list[dict[str, str]]:
@@ -59,6 +67,8 @@ class LLMPolicy(Policy):
         self.window = window
         self.window_source = window_source
         self.starter = starter
+        # The model's characters per prompt token, measured from its replies (prompt_budget.py)
+        self.chars_per_token = prompt_budget.CHARS_PER_TOKEN
 
     def _ask(
         self, agent: str, ctx: dict[str, Any], template: str, ideas: int = 1
@@ -66,18 +76,34 @@ class LLMPolicy(Policy):
         """(reply text, error, tokens, cost) of one call, its prompt fitted to the window."""
         retrieved = [brief(doc) for doc in ctx.get("knowledge") or []]
         iteration = ctx["iteration"]
-        try:
-            fitted = prompt_budget.fit(agent, lambda c: prompts.render(template, **c), ctx, self.window, ideas=ideas)
-        except prompt_budget.PromptTooLarge as exc:
-            prompt = prompts.render(template, **ctx)
-            self.record(agent, iteration, prompt, None, str(exc), retrieved=retrieved, notes=self._notes(None))
-            return None, str(exc), 0, 0.0
-        notes = self._notes(fitted)
-        try:
-            reply = self.model.complete([{"role": "user", "content": fitted.prompt}], max_tokens=fitted.max_tokens)
-        except ModelError as exc:
-            self.record(agent, iteration, fitted.prompt, None, str(exc), retrieved=retrieved, notes=notes)
-            return None, str(exc), 0, 0.0
+        for last_try in (False, True):
+            try:
+                fitted = prompt_budget.fit(
+                    agent,
+                    lambda c: prompts.render(template, **c),
+                    ctx,
+                    self.window,
+                    ideas=ideas,
+                    chars_per_token=self.chars_per_token,
+                )
+            except prompt_budget.PromptTooLarge as exc:
+                prompt = prompts.render(template, **ctx)
+                self.record(agent, iteration, prompt, None, str(exc), retrieved=retrieved, notes=self._notes(None))
+                return None, str(exc), 0, 0.0
+            notes = self._notes(fitted)
+            try:
+                reply = self.model.complete([{"role": "user", "content": fitted.prompt}], max_tokens=fitted.max_tokens)
+            except ModelError as exc:
+                self.record(agent, iteration, fitted.prompt, None, str(exc), retrieved=retrieved, notes=notes)
+                if last_try or not _window_exceeded(exc):
+                    return None, str(exc), 0, 0.0
+                # The estimate undercounted this model's tokens: measure again, smaller, once (not a blind retry:
+                # a shorter request)
+                self.chars_per_token *= 0.7
+                continue
+            break
+        if reply.prompt_tokens > 0:  # the model's own count: the ratio for the next calls
+            self.chars_per_token = max(1.0, min(6.0, 0.95 * len(fitted.prompt) / reply.prompt_tokens))
         if reply.finish_reason:
             notes["finish_reason"] = reply.finish_reason
         self.record(agent, iteration, fitted.prompt, reply, None, retrieved=retrieved, notes=notes)
@@ -85,6 +111,7 @@ class LLMPolicy(Policy):
 
     def _notes(self, fitted: prompt_budget.Fitted | None) -> dict[str, Any]:
         notes = fitted.notes() if fitted else {"window": self.window}
+        notes["chars_per_token"] = round(self.chars_per_token, 2)
         if self.window_source:
             notes["window_from"] = self.window_source
         return notes

@@ -8,8 +8,10 @@ logs and feedback); the parent kernel and the problem are never cut. The reply's
 agent's own budget (a planner needs a few lines, a coder a file), capped by the room left. What was trimmed
 is recorded with the call, for the trace.
 
-Tokens are estimated from characters (no tokenizer is downloaded at run time): 3 characters a token, which
-over-counts English and code for the common tokenizers, so the estimate errs on the side of fitting.
+Tokens are estimated from characters (no tokenizer is downloaded at run time). The first call assumes 2.5
+characters a token (Gemma's tokenizer gives 2.3 on a C++ kernel, about 4 on English); each reply's
+prompt_tokens then measures the model's own ratio for the next calls (LLMPolicy keeps it). Where even the
+parent kernel's source does not fit, it is left out (the prompt says so) and the coder writes a whole file.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-CHARS_PER_TOKEN = 3.0
+CHARS_PER_TOKEN = 2.5  # until the model's replies have measured its ratio
 TEMPLATE_OVERHEAD = 48  # the chat template's tokens around one user message
 # The reply each agent asks for at most, and the least that is still useful: a planner's ideas are a few
 # lines each; a coder's reply is a whole kernel file (or a diff).
@@ -33,8 +35,8 @@ class PromptTooLarge(Exception):
     """The prompt does not fit the window even after every trim: the call is not sent."""
 
 
-def estimate(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+def estimate(text: str, chars_per_token: float = CHARS_PER_TOKEN) -> int:
+    return math.ceil(len(text) / chars_per_token)
 
 
 @dataclass
@@ -92,11 +94,19 @@ def _trims(ctx: dict[str, Any]) -> list[tuple[str, Callable[[dict], bool]]]:
             return True
         return False
 
+    def drop_parent_source(c: dict) -> bool:
+        for branch in c.get("branches") or []:
+            if branch.get("parent") and branch["parent"].get("source"):
+                branch["parent"] = {**branch["parent"], "source": None}
+                return True
+        return False
+
     return [
         ("retrieved documents", drop_document),
         ("lineage attempts", drop_attempt),
         ("failure reports", shorten_reports),
         ("critic feedback", shorten_feedback),
+        ("the parent kernel's source", drop_parent_source),  # last: without it the coder starts over
     ]
 
 
@@ -106,9 +116,20 @@ def reply_budget(agent: str, ideas: int = 1) -> int:
     return REPLY_TOKENS.get(agent, 2048)
 
 
-def fit(agent: str, render: Callable[[dict], str], ctx: dict[str, Any], window: int | None, ideas: int = 1) -> Fitted:
+def fit(
+    agent: str,
+    render: Callable[[dict], str],
+    ctx: dict[str, Any],
+    window: int | None,
+    ideas: int = 1,
+    chars_per_token: float = CHARS_PER_TOKEN,
+) -> Fitted:
     """The rendered prompt and the reply's max_tokens for one call within `window` tokens (None: no limit
     known; nothing trimmed). `ctx` is not changed: trims work on a copy."""
+
+    def estimate(text: str) -> int:  # noqa: F811 - this call's ratio
+        return math.ceil(len(text) / chars_per_token)
+
     want = reply_budget(agent, ideas)
     prompt = render(ctx)
     if window is None:
