@@ -84,6 +84,14 @@ def run_tree(trace: RunTrace, full: bool = False) -> Tree:
     if best and describe.noise_note(best):
         head.append(f"  ({describe.noise_note(best)})", style="yellow")
     tree = Tree(head)
+    chain = diff.lineage(trace, best) if best else []
+    if len(chain) > 1:  # how the best kernel was reached, step by step (an LLM's refinements, the search's moves)
+        tree.add(
+            Text(
+                "lineage of the best: " + " -> ".join(f"{c['id']} {describe.speedup_text(c)}" for c in chain),
+                style="green",
+            )
+        )
     for iteration in trace.iterations():
         branch = tree.add(Text(f"iteration {iteration.number}", style="bold cyan"))
         for step in iteration.steps:
@@ -130,7 +138,10 @@ def _calls(node: Tree, trace: RunTrace, step: Step, limit: int | None) -> None:
     if step.agent == "coder":
         iteration = step.row["iteration"]
         candidates = [c for c in trace.candidates if c["iteration"] == iteration]
-        made = {call["id"]: cand["id"] for call, cand in zip(trace.coder_calls(iteration), candidates)}
+        made = {
+            call["id"]: cand["id"] + (f" (parent {cand['parent']})" if cand.get("parent") else "")
+            for call, cand in zip(trace.coder_calls(iteration), candidates)
+        }
     for k, call in enumerate(step.calls, start=1):
         became = f" -> candidate {made[call['id']]}" if call["id"] in made else ""
         sub = node.add(
