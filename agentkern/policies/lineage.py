@@ -19,6 +19,7 @@ from agentkern import candidates as population
 from agentkern.types import Candidate
 
 MEMORY = 4  # attempts remembered per lineage; the prompt budget may keep fewer
+OUTCOME_CHARS = 240  # of a failure's error in its one-line outcome
 REPORT_CHARS = 2400  # of one failure's log or correctness report (head and tail kept)
 
 
@@ -64,7 +65,7 @@ def outcome(c: Candidate) -> str:
     if c.get("status") == "ok":
         return "correct, not timed here"
     error = " ".join((c.get("error") or "").split())
-    return f"{c.get('status')}: {error[:240]}" if error else str(c.get("status"))
+    return f"{c.get('status')}: {error[:OUTCOME_CHARS]}" if error else str(c.get("status"))
 
 
 def verdict_text(c: Candidate) -> str:
@@ -143,20 +144,21 @@ def branches(candidates: list[Candidate], count: int) -> list[Branch]:
 
 
 def report_of(verdict: dict[str, Any]) -> str:
-    """What the next prompt should see of a failed evaluation: the correctness report (which trial, which
-    inputs, how far off) or the compiler's and worker's output."""
-    from agentkern.traces.evidence import compile_log
+    """What the next prompt should see of a failed evaluation, beyond its one-line outcome: the correctness
+    report (which trial, which inputs; never the seed) and the compiler's and worker's output."""
+    from agentkern.traces.evidence import LOG_KEYS
 
     details = verdict.get("details") or {}
     parts = []
+    error = " ".join((verdict.get("error") or "").split())
+    if len(error) > OUTCOME_CHARS:  # the outcome line shows only its start
+        parts.append(f"error: {verdict['error'].strip()}")
     failed = details.get("failed_trial")
     if failed:
         where = ", ".join(f"{k} {v}" for k, v in failed.items() if k != "seed")
         parts.append(f"failed trial: {where}")
-    for key in ("mismatch", "rejected_because", "suspicious"):
+    for key in ("rejected_because", "suspicious"):
         if details.get(key):
             parts.append(f"{key.replace('_', ' ')}: {details[key]}")
-    log = compile_log(verdict)  # the error first, then the build's and the worker's output
-    if log:
-        parts.append(log)
+    parts += [f"== {title} ==\n{details[key].rstrip()}" for key, title in LOG_KEYS if details.get(key)]
     return trim_middle("\n".join(parts), 4 * REPORT_CHARS)

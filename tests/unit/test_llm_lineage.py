@@ -126,7 +126,9 @@ def test_a_compile_error_reaches_the_next_coder_prompt(tmp_path):
         "error": "build failed",
         "details": {"log_tail": "kernel.cpp:7:9: error: 'undeclared_name' was not declared in this scope"},
     }
-    cands = [candidate(tmp_path, "001-0", status="compile_error", error="build failed", report=lineage.report_of(verdict))]
+    cands = [
+        candidate(tmp_path, "001-0", status="compile_error", error="build failed", report=lineage.report_of(verdict))
+    ]
     pol, _, calls = policy(["STRATEGY: a/b\nfix it", "no code, sorry"])
     ctx = context(cands)
     drafts = pol.write(pol.plan(ctx), ctx, 1)
@@ -187,7 +189,10 @@ def test_the_first_iteration_starts_from_the_starter_without_a_model_call(tmp_pa
 
 
 def test_prompts_are_trimmed_to_fit_a_small_window_and_the_trim_is_recorded(tmp_path):
-    docs = [{"id": f"d{i}", "title": f"Doc {i}", "kind": "guide", "section": "", "sources": [], "excerpt": "tiling " * 400} for i in range(6)]
+    docs = [
+        {"id": f"d{i}", "title": f"Doc {i}", "kind": "guide", "section": "", "sources": [], "excerpt": "tiling " * 400}
+        for i in range(6)
+    ]
     cands = [candidate(tmp_path, "001-0", speedup=1.2)]
     pol, model, calls = policy(["STRATEGY: a/b\nx", "```python\n" + PARENT + "```"], window=4096)
     ctx = context(cands, knowledge=docs)
@@ -243,3 +248,21 @@ def test_the_context_window_comes_from_the_user_litellm_the_server_or_a_default(
     window, why = context_window(LiteLLMModel("openai/unknown-local", api_base="http://127.0.0.1:9/v1"))
     assert window == 4096 and "--context-window" in why
     assert context_window(ScriptedModel([]))[0] is None
+
+
+def test_the_rendered_example_of_docs_llm_md_still_renders():
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "render_prompts.py"), "--window", "1500"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    planner, coder = done.stdout.split("===== coder")
+    assert "Best candidates so far" in planner and "The kernel the coder will improve (001-0" in planner
+    assert "The kernel to improve (001-0, strategy relu-omp/flat/0)" in coder and "'window': 1500" in coder
