@@ -117,10 +117,10 @@ class LLMPolicy(Policy):
         return notes
 
     def plan(self, ctx: PolicyContext) -> Plan:
-        if self.starter is not None and not ctx["candidates"]:
+        if self.starter is not None and not ctx.get("candidates"):
             return self.starter.plan()
         beam = ctx.get("beam", 1)
-        branches = lineage.branches(ctx["candidates"], beam)
+        branches = lineage.branches(ctx.get("candidates") or [], beam)
         text, error, tokens, cost = self._ask("planner", {**ctx, "branches": branches, "ideas": beam}, "planner", beam)
         ideas = ideas_in(text or "") or [{"strategy": f"llm/{ctx['iteration']}", "text": text or ""}]
         return {
@@ -138,7 +138,7 @@ class LLMPolicy(Policy):
             return self.starter.drafts()
         coder_prompt = backends.get(ctx["backend"]).prompt
         ideas = plan.get("ideas") or [{"strategy": plan.get("strategy", "llm"), "text": plan.get("text", "")}]
-        branches = lineage.branches(ctx["candidates"], beam)
+        branches = lineage.branches(ctx.get("candidates") or [], beam)
         drafts: list[Draft] = []
         for j, branch in enumerate(branches):
             idea = ideas[j % len(ideas)]

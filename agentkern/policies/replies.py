@@ -31,7 +31,7 @@ def solution(text: str, parent_source: str | None) -> tuple[str, str]:
     try:
         return extract_solution(text), "file"
     except NoCodeError as no_file:
-        diffs = [m.group("body") for m in _FENCED_DIFF.finditer(text)]
+        diffs = diffs_in(text)
         if not diffs:
             raise no_file
     if parent_source is None:
@@ -44,6 +44,26 @@ def solution(text: str, parent_source: str | None) -> tuple[str, str]:
     if not re.search(r"^[ \t]*class[ \t]+ModelNew\b", patched, re.M):
         raise NoCodeError("the diff applied, but the result no longer defines `class ModelNew`")
     return patched, "diff"
+
+
+_HUNK_START = re.compile(r"^@@ -\d+", re.M)
+_DIFF_START = re.compile(r"^(--- \S.*\n\+\+\+ |@@ -\d+)", re.M)
+
+
+def diffs_in(text: str) -> list[str]:
+    """The unified diffs in a reply: ```diff (or patch, udiff) blocks; else any fenced block holding a hunk
+    (models label diffs ```python too); else, unfenced, the text from its first `---`/`@@` line on (GNU
+    patch skips what follows a diff)."""
+    labelled = [m.group("body") for m in _FENCED_DIFF.finditer(text)]
+    if labelled:
+        return labelled
+    from agentkern.models.base import _fenced_blocks
+
+    fenced = [b.code for b in _fenced_blocks(text) if _HUNK_START.search(b.code)]
+    if fenced:
+        return fenced
+    start = _DIFF_START.search(text)
+    return [text[start.start() :]] if start and _HUNK_START.search(text) else []
 
 
 def repaired(diff: str) -> str:

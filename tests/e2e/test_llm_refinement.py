@@ -142,3 +142,26 @@ def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
     coder_steps = [json.loads(s["payload"]) for s in store.steps(run_id) if s["agent"] == "coder"]
     forms = [d.get("reply_form") for payload in coder_steps for d in payload["drafts"]]
     assert forms == ["file", "diff", "diff", "file"]
+
+
+def test_start_from_picks_the_exemplar_then_the_builtin_template_then_scratch(tmp_path, monkeypatch):
+    from agentkern.config import home
+    from agentkern.kb.ingest import write_exemplar
+    from agentkern.policies.start import choose
+    from agentkern.problems import load_problem
+
+    monkeypatch.setenv("AGENTKERN_HOME", str(tmp_path))  # a knowledge base of its own: the others' stays as is
+    relu = load_problem("relu").path
+    starter, why = choose("auto", relu, "cpu", "cpp", "cpu", None)
+    assert starter is not None and why == "from the built-in elementwise template"
+    assert "ModelNew" in starter.drafts()[0]["source"] and starter.drafts()[0]["parent"] is None
+    assert choose("scratch", relu, "cpu", "cpp", "cpu", None)[0] is None
+    none, why = choose("exemplar", relu, "cpu", "cpp", "cpu", None)
+    assert none is None and "no run exemplar" in why
+
+    front = {"op": "relu", "target": "cpu", "backends": ["cpp"], "speedup": 1.7, "predicted": False}
+    write_exemplar(home() / "kb", "run-test-1", front, "A relu kernel.", KERNEL % {"repeat": 1})
+    starter, why = choose("auto", relu, "cpu", "cpp", "cpu", None)
+    assert why == "from exemplar run-test-1 of the knowledge base"
+    assert "#define REPEAT 1" in starter.drafts()[0]["source"]
+    assert choose("builtin", relu, "cpu", "cpp", "cpu", None)[1] == "from the built-in elementwise template"

@@ -31,6 +31,8 @@ def optimize_cmd(server, *extra):
         "1",
         "--patience",
         "5",
+        "--start-from",
+        "scratch",  # the model writes every kernel (auto would start relu from the built-in template)
         *extra,
     ]
 

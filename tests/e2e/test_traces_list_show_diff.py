@@ -70,7 +70,7 @@ def test_show_is_a_tree_of_iterations_with_prompts_replies_diffs_logs_correctnes
     assert "#1 planner" in text and "STRATEGY: relu-omp/basic" in text  # the planner's reply
     assert "model call 1 -> candidate 001-0" in text and "Here is the kernel." in text  # a coder's reply
     assert "scripted: the provider is down" in text  # the failed call
-    assert "diff against 001-0, the best kernel before iteration 2" in text
+    assert "diff against its parent 001-0" in text  # the kernel the coder was shown and refined
     assert "-    #pragma omp parallel for\n" in text and f"+    {STATIC_LINE}\n" in text  # the one changed line
     assert "undeclared_name" in text  # compiler output of 001-1
     assert "failed at trial" in text  # correctness report of 002-1

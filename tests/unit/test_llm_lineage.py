@@ -179,6 +179,20 @@ def test_a_diff_without_headers_and_with_wrong_counts_applies():
     assert form == "diff" and "torch.zeros_like(x)" in source and "torch.empty_like" not in source
 
 
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda d: f"```python\n{d}```",  # labelled python
+        lambda d: f"```\n{d}```",  # no label
+        lambda d: f"Change one line:\n\n{d}\nThat should be faster.",  # no fence at all
+    ],
+)
+def test_diffs_are_found_however_the_model_wraps_them(wrap):
+    diff = "--- a/solution.py\n+++ b/solution.py\n@@ -7,1 +7,1 @@\n-        y = torch.empty_like(x)\n+        y = torch.zeros_like(x)\n"
+    source, form = replies.solution(wrap(diff), PARENT)
+    assert form == "diff" and "torch.zeros_like(x)" in source
+
+
 def test_the_first_iteration_starts_from_the_starter_without_a_model_call(tmp_path):
     draft = {"strategy": "softmax:base/x", "params": {"a": 1}, "parent": None, "source": PARENT, "error": None}
     pol, model, calls = policy([], starter=Starter("the built-in softmax template", [draft]))
