@@ -28,6 +28,10 @@ class Response:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    # A streamed reply (a request with "stream": true): seconds between chunks, and a stall of stall_s
+    # seconds after the first chunk (a server that stops sending without closing)
+    chunk_delay_s: float = 0.0
+    stall_s: float = 0.0
 
 
 def ok(
@@ -39,6 +43,8 @@ def ok(
     finish_reason: str = "stop",
     usage: bool = True,
     delay_s: float = 0.0,
+    chunk_delay_s: float = 0.0,
+    stall_s: float = 0.0,
 ) -> Response:
     payload = {
         "id": "chatcmpl-fake",
@@ -53,7 +59,22 @@ def ok(
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
-    return Response(200, json.dumps(payload).encode(), delay_s=delay_s)
+    return Response(200, json.dumps(payload).encode(), delay_s=delay_s, chunk_delay_s=chunk_delay_s, stall_s=stall_s)
+
+
+def _sse_events(response: Response) -> list[bytes]:
+    """A 200 chat completion as server-sent events: the text in chunks of 8 characters, the finish reason,
+    the usage (as stream_options include_usage asks), [DONE]."""
+    payload = json.loads(response.body)
+    choice = payload["choices"][0]
+    text = choice["message"]["content"] or ""
+    base = {k: payload[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    deltas = [{"role": "assistant", "content": ""}] + [{"content": text[i : i + 8]} for i in range(0, len(text), 8)]
+    events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    if "usage" in payload:
+        events.append({**base, "choices": [], "usage": payload["usage"]})
+    return [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
 
 
 def error(status: int, message: str = "scripted failure", *, headers: dict[str, str] | None = None) -> Response:
@@ -95,6 +116,9 @@ class FakeOpenAIServer:
                     response = error(404, f"no route {self.path}")
                 if response.delay_s:
                     time.sleep(response.delay_s)
+                if response.status == 200 and isinstance(body, dict) and body.get("stream"):
+                    self._stream(response)
+                    return
                 try:
                     self.send_response(response.status)
                     headers = {"Content-Type": "application/json", **response.headers}
@@ -105,6 +129,20 @@ class FakeOpenAIServer:
                     self.end_headers()
                     self.wfile.write(response.body)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
+                    pass
+                self.close_connection = True
+
+            def _stream(self, response: Response) -> None:
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    for i, event in enumerate(_sse_events(response)):
+                        self.wfile.write(event)
+                        self.wfile.flush()
+                        time.sleep(response.stall_s if i == 1 else response.chunk_delay_s)
+                except (BrokenPipeError, ConnectionResetError):
                     pass
                 self.close_connection = True
 

@@ -44,6 +44,7 @@ class LiveProgress:
         self.tokens = 0
         self.cost = 0.0
         self.predicted = False
+        self.streamed = 0  # chunks (about tokens) of the model's reply streamed so far
         # Rendered on every refresh (not only on events), so the elapsed time keeps moving during an evaluation.
         self.live = Live(get_renderable=self.render, console=Console(stderr=True), refresh_per_second=4)
 
@@ -59,7 +60,11 @@ class LiveProgress:
             self.live.console.print(_describe(kind, data), highlight=False, soft_wrap=True)
             self.predicted = data.get("predicted", False)
             return
+        if kind == "model":  # a streamed reply arriving: the agent at work is the one asking
+            self.streamed = data.get("chunks", 0)
+            return
         self.agent = kind
+        self.streamed = 0
         self.iteration = data.get("iteration", self.iteration)
         if kind == "profiler":
             self.rows.append(data["candidate"])
@@ -88,7 +93,8 @@ class LiveProgress:
         usage = f"  tokens {self.tokens}  ${self.cost:.4f}" if self.tokens else ""
         iteration = f"iteration {self.iteration}" + (f" of {self.max_iters}" if self.max_iters else "")
         elapsed = _elapsed(self.clock() - self.started)
-        head = Text(f"{self.title}  {iteration}  [{self.agent}]  {elapsed} elapsed  {status}{usage}")
+        agent = f"{self.agent}: reply {self.streamed} tokens" if self.streamed else self.agent
+        head = Text(f"{self.title}  {iteration}  [{agent}]  {elapsed} elapsed  {status}{usage}")
         parts = [head, table]
         if self.predicted:
             parts.append(Text(f"* {PREDICTED_NOTE}", style="cyan"))

@@ -162,6 +162,9 @@ def prepare(
     policy = policy or make_policy(
         opts, problem.path, backend, store, run_id, target.name, _host_features(target, backend)
     )
+    model = getattr(policy, "model", None)
+    if on_event is not None and hasattr(model, "on_progress"):  # a streamed reply's progress, for the live view
+        model.on_progress = lambda chunks: on_event("model", {"chunks": chunks})
     # Last: a Ray instance is not started for a run that the checks above refuse.
     counters = None
     if evaluate is None:

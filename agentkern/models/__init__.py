@@ -57,4 +57,6 @@ def get_model(spec: str | None, api_base: str | None = None) -> ChatModel | None
     api_base = (api_base or "").strip() or None
     if api_base and not _has_provider_prefix(spec):
         spec = f"openai/{spec}"
-    return LiteLLMModel(spec, api_base=api_base)
+    # A server of the user's (vLLM, llama.cpp, Ollama) may generate slowly: its replies are streamed, so the
+    # timeout bounds a stall, not a generation (litellm_model.LiteLLMModel.stream).
+    return LiteLLMModel(spec, api_base=api_base, stream=api_base is not None)

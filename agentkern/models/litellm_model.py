@@ -192,7 +192,7 @@ def _classify(exc: BaseException, litellm: Any, timeout_s: float, api_base: str 
     if any(isinstance(e, timeout_types) for e in chain):
         # Not retried: a generation that outlasted the timeout (a slow local model) would outlast it again, and
         # each blind retry costs the whole timeout (and, on a hosted model, the tokens) once more.
-        return _Failure("timeout", False, f"request timed out (timeout {timeout_s:g}s; not retried)")
+        return _Failure("timeout", False, f"request timed out (no answer for {timeout_s:g}s; not retried)")
     connection_types: tuple[type, ...] = (httpx.TransportError, ConnectionError)
     for e in chain:
         if isinstance(e, connection_types):
@@ -257,6 +257,7 @@ class LiteLLMModel:
         max_backoff_s: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
         extra: dict | None = None,
+        stream: bool = False,
     ):
         if not model or not model.strip():
             raise ValueError("LiteLLMModel needs a model string, e.g. 'openai/gpt-4o'")
@@ -272,6 +273,10 @@ class LiteLLMModel:
         self.extra = dict(extra or {})  # passed to litellm.completion, last (e.g. {"top_p": 0.9, "drop_params": False})
         self.api_key = api_key or self._default_key()
         self._rng = random.Random()
+        # Streamed: the reply arrives chunk by chunk, so `timeout_s` bounds a stall (no chunk for that long), not
+        # a slow model's whole generation; `on_progress(chunks so far)` follows it (the live view).
+        self.stream = stream
+        self.on_progress: Callable[[int], None] | None = None
 
     def _default_key(self) -> str | None:
         if not self.api_base:
@@ -304,6 +309,9 @@ class LiteLLMModel:
             "num_retries": 0,  # ours, below (without it the OpenAI SDK retries twice itself)
             "drop_params": True,  # o-series / gpt-5 refuse temperature != 1: drop it rather than fail every call
         }
+        if self.stream:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = {"include_usage": True}  # the usage block, for tokens and cost
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:
@@ -316,9 +324,13 @@ class LiteLLMModel:
             attempt += 1
             try:
                 response = litellm.completion(**kwargs)
+                if self.stream:
+                    response = self._collect(litellm, response, messages)
                 break
             except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelError
                 failure = _classify(exc, litellm, self.timeout_s, self.api_base)
+                if self.stream and failure.kind == "timeout":
+                    failure.detail = f"stalled: no new token for {self.timeout_s:g}s (not retried)"
                 too_long = failure.retryable and (failure.retry_after or 0.0) > self.max_backoff_s
                 if not failure.retryable or attempt >= self.max_retries or too_long:
                     raise self._error(failure, attempt, too_long) from exc
@@ -336,6 +348,16 @@ class LiteLLMModel:
             attempts=attempt,
             finish_reason=finish_reason,
         )
+
+    def _collect(self, litellm: Any, stream: Any, messages: list[dict]) -> Any:
+        """The streamed chunks as one response (litellm's builder: text, finish reason, usage)."""
+        chunks = []
+        for chunk in stream:
+            chunks.append(chunk)
+            if self.on_progress is not None:
+                self.on_progress(len(chunks))
+        built = litellm.stream_chunk_builder(chunks, messages=messages) if chunks else None
+        return built if built is not None else type("Empty", (), {"choices": []})()
 
     def _error(self, f: _Failure, attempts: int, too_long: bool) -> ModelError:
         if f.kind == "malformed":

@@ -442,3 +442,39 @@ def test_get_model_reaches_a_local_server_by_bare_name():
         model = get_model("test-model", api_base=server.base_url)
         assert model.complete(MESSAGES).text == "via get_model"
     assert server.requests[0]["body"]["model"] == "test-model"
+
+
+# ---- streamed replies (a server of the user's: get_model(..., api_base) streams) ------------------------
+def test_a_streamed_reply_is_collected_with_its_usage_and_progress():
+    seen = []
+    with FakeOpenAIServer(
+        [ok("def f(): return 42  # a longer reply", prompt_tokens=21, completion_tokens=9)]
+    ) as server:
+        model = local_model(server, stream=True)
+        model.on_progress = seen.append
+        reply = model.complete(MESSAGES)
+    assert reply.text == "def f(): return 42  # a longer reply" and reply.finish_reason == "stop"
+    assert (reply.prompt_tokens, reply.completion_tokens) == (21, 9)
+    assert server.requests[0]["body"]["stream"] is True
+    assert seen == sorted(seen) and len(seen) >= 5  # one call per chunk, counting up
+
+
+def test_a_slow_but_steady_stream_is_not_cut_off_by_the_timeout():
+    """The timeout bounds a stall: 12 chunks 0.15 s apart take 1.8 s, far beyond a 0.6 s timeout."""
+    with FakeOpenAIServer([ok("x" * 80, chunk_delay_s=0.15)]) as server:
+        reply = local_model(server, stream=True, timeout_s=0.6).complete(MESSAGES)
+    assert reply.text == "x" * 80 and reply.latency_s > 1.2
+
+
+def test_a_stalled_stream_is_reported_as_a_stall_and_not_retried():
+    with FakeOpenAIServer([ok("x" * 80, stall_s=3.0)]) as server:
+        with pytest.raises(ModelError) as info:
+            local_model(server, stream=True, timeout_s=0.5, sleep=Sleeps()).complete(MESSAGES)
+    message = assert_one_line(info.value)
+    assert "stalled: no new token for 0.5s" in message and info.value.kind == "timeout"
+    assert len(server.requests) == 1
+
+
+def test_a_model_on_a_server_of_the_users_streams():
+    assert get_model("qwen", api_base="http://127.0.0.1:9/v1").stream is True
+    assert get_model("openai/gpt-4o").stream is False
