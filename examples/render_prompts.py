@@ -49,7 +49,7 @@ def main() -> None:
     (folder / "002-0.py").write_text(PARENT.replace("0.f;", "0.f; y[i+1] = 0.f;"))
     wrong = {
         "status": "incorrect",
-        "error": "output differs from the reference: 524288 of 1048576 elements (50.00%): max abs diff 4.1",
+        "error": "output differs from the reference: 524288 of 1048576 elements (50.00%): 524288 beyond atol=rtol=0.0001, max abs diff 4.1; first at [0, 1] (got 0, expected 1.27), worst at [811, 7] (got 0, expected 4.1)",
         "details": {"failed_trial": {"trial": 0, "seed": 1, "inputs": "fresh"}},
     }
     base = {"params": {}, "predicted": False, "verdict": {}, "bound": None, "kernel_ms": None, "reference_ms": None}

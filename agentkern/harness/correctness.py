@@ -10,13 +10,14 @@ import torch
 
 from agentkern.harness.rejections import Rejected
 
-_abs, _sub, _le, _isnan, _isfinite, _count_nonzero = (
+_abs, _sub, _le, _isnan, _isfinite, _count_nonzero, _argmax = (
     torch.abs,
     torch.sub,
     torch.le,
     torch.isnan,
     torch.isfinite,
     torch.count_nonzero,
+    torch.argmax,
 )
 _TENSOR = torch.Tensor
 
@@ -116,4 +117,23 @@ def _failures(o: torch.Tensor, e: torch.Tensor, ok: torch.Tensor, diff: torch.Te
     beyond = int(_count_nonzero(both_finite & ~ok))
     if beyond:
         parts.append(f"{beyond} beyond atol=rtol={tol:g}, max abs diff {max_diff:.3g}")
-    return ", ".join(parts), o.numel() - int(_count_nonzero(ok)), max_diff
+    return (
+        ", ".join(parts) + _where(o, e, ok, diff.masked_fill(ok, -1.0)),
+        o.numel() - int(_count_nonzero(ok)),
+        max_diff,
+    )
+
+
+def _where(o: torch.Tensor, e: torch.Tensor, ok: torch.Tensor, wrong_diff: torch.Tensor) -> str:
+    """Where it differs, for the one who fixes it: the first wrong element and the worst one (index, value,
+    expected). `wrong_diff` is the difference where wrong, -1 where right (NaN where a NaN is wrong)."""
+    flat_ok = ok.reshape(-1)
+    first = int(_argmax((~flat_ok).to(torch.uint8)))
+    worst = int(_argmax(torch.nan_to_num(wrong_diff.reshape(-1), nan=float("inf"))))
+
+    def at(i: int) -> str:
+        index = list(torch.unravel_index(torch.tensor(i), o.shape)) if o.dim() else []
+        where = "[" + ", ".join(str(int(k)) for k in index) + "]"
+        return f"{where} (got {float(o.reshape(-1)[i]):.6g}, expected {float(e.reshape(-1)[i]):.6g})"
+
+    return f"; first at {at(first)}" + ("" if worst == first else f", worst at {at(worst)}")

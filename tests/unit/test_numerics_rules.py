@@ -179,3 +179,11 @@ def test_an_honest_softmax_passes_every_transform():
     for name in I.TRANSFORMS:
         (t,), _ = I.apply(name, [x], gen(4))
         assert C.compare([honest(t)], [torch.softmax(t, -1)], TOL).ok, name
+
+
+def test_a_mismatch_says_where_first_and_worst():
+    ref = torch.zeros(4, 5)
+    out = ref.clone()
+    out[1, 2], out[3, 4] = 0.5, 2.0
+    cmp = C.compare([out], [ref], TOL)
+    assert cmp.reason.endswith("; first at [1, 2] (got 0.5, expected 0), worst at [3, 4] (got 2, expected 0)")
