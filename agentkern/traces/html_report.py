@@ -10,12 +10,12 @@ from pathlib import Path
 from markupsafe import Markup
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import PythonLexer
+from pygments.lexers import DiffLexer, PythonLexer
 
 from agentkern import __version__
 from agentkern.candidates import family_of
 from agentkern.helpers import atomic_write_text
-from agentkern.traces import charts, describe
+from agentkern.traces import charts, describe, diff
 from agentkern.traces.templating import render
 from agentkern.traces.trace import RunTrace, source_of
 
@@ -48,6 +48,7 @@ def context(trace: RunTrace) -> dict:
         "best_correctness": describe.correctness_lines(best) if best else [],
         "best_timing": describe.timing_lines(best) if best else [],
         "best_code": Markup(highlight(code, PythonLexer(), formatter)) if code else None,
+        "lineage": lineage_steps(trace, best),
         "code_css": Markup(formatter.get_style_defs(".highlight")),
         "candidates": cands,
         "families": families,
@@ -69,6 +70,26 @@ def context(trace: RunTrace) -> dict:
         "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
         "version": __version__,
     }
+
+
+def lineage_steps(trace: RunTrace, best) -> list[dict]:
+    """How the best kernel was reached: each step of its lineage with its diff against its parent."""
+    if best is None:
+        return []
+    formatter = HtmlFormatter(style=CODE_STYLE, cssclass="highlight")
+    chain = diff.lineage(trace, best)
+    steps = []
+    for parent, child in zip(chain, chain[1:]):
+        text = diff.unified(source_of(parent), source_of(child), f"{parent['id']}.py", f"{child['id']}.py")
+        steps.append(
+            {
+                "candidate": child,
+                "parent": parent,
+                "speedup": describe.speedup_text(child),
+                "diff": Markup(highlight(text, DiffLexer(), formatter)) if text else None,
+            }
+        )
+    return steps
 
 
 def best_per_iteration(trace: RunTrace) -> list[tuple[int, float | None]]:

@@ -15,8 +15,8 @@ from agentkern.models.scripted import ScriptedModel
 from agentkern.traces import diff
 from agentkern.traces.trace import load
 
-# relu computed REPEAT times over (a chain of dependent adds per element), so REPEAT sets the speed: 256
-# then 32 then 1 (about 11 ms, 1.4 ms and 0.3 ms a call here), far apart beyond any timing noise.
+# relu computed REPEAT times over (a chain of dependent adds per element), so REPEAT sets the speed: 512
+# then 32 then 1 (about 160, 10 and 2 ms a call here, measured under load), far apart beyond timing noise.
 KERNEL = '''import ctypes
 import torch
 import torch.nn as nn
@@ -45,7 +45,7 @@ class ModelNew(nn.Module):
         return y
 '''
 
-FIRST = f"Here is a first kernel.\n```python\n{KERNEL % {'repeat': 256}}```\n"
+FIRST = f"Here is a first kernel.\n```python\n{KERNEL % {'repeat': 512}}```\n"
 # A diff against 001-0 as the prompt showed it, with a hunk header whose counts are wrong (models get them
 # wrong; the counts are repaired before patch runs).
 TO_FOUR = """Less repeated work:
@@ -54,7 +54,7 @@ TO_FOUR = """Less repeated work:
 +++ b/solution.py
 @@ -6,2 +6,2 @@
  CPP_SOURCE = r\"\"\"
--#define REPEAT 256
+-#define REPEAT 512
 +#define REPEAT 32
  extern "C" void relu(const float* x, float* y, long n) {
 ```
@@ -71,7 +71,7 @@ WHOLE = f"```python\n{KERNEL % {'repeat': 1}}```\n"
 def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
     model = ScriptedModel(
         [
-            "STRATEGY: relu-repeat/r256\nStart simple.",
+            "STRATEGY: relu-repeat/r512\nStart simple.",
             FIRST,
             "STRATEGY: relu-repeat/r32\nRepeat less.",
             TO_FOUR,
@@ -119,7 +119,7 @@ def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
     # The prompts: the second coder call saw 001-0's whole source and its verdict; the fourth saw the
     # compiler's error of the third.
     coder_prompts = [c["prompt"] for c in store.model_calls(run_id) if c["agent"] == "coder"]
-    assert "#define REPEAT 256" in coder_prompts[1] and "(001-0, strategy relu-repeat/r256/0)" in coder_prompts[1]
+    assert "#define REPEAT 512" in coder_prompts[1] and "(001-0, strategy relu-repeat/r512/0)" in coder_prompts[1]
     assert "correct, " in coder_prompts[1] and "x measured" in coder_prompts[1]
     assert "```diff" in coder_prompts[1]  # the reply may be a diff against it
     assert "#define REPEAT 32" in coder_prompts[3] and "003-0" in coder_prompts[3]
@@ -129,7 +129,7 @@ def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
     trace = load(store, run_id)
     text, heading, _ = diff.against_base(trace, trace.candidate("002-0"))
     assert heading == "diff against its parent 001-0"
-    assert "-#define REPEAT 256" in text and "+#define REPEAT 32" in text
+    assert "-#define REPEAT 512" in text and "+#define REPEAT 32" in text
     from rich.console import Console
 
     from agentkern.traces.views import run_tree
@@ -139,6 +139,11 @@ def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
     shown = console.export_text()
     assert "lineage of the best: 001-0 " in shown and " -> 002-0 " in shown and " -> 004-0 " in shown
     assert "-> candidate 002-0 (parent 001-0)" in shown
+    from agentkern.traces.html_report import lineage_steps
+
+    steps = lineage_steps(trace, trace.best)
+    assert [(s["parent"]["id"], s["candidate"]["id"]) for s in steps] == [("001-0", "002-0"), ("002-0", "004-0")]
+    assert "REPEAT" in str(steps[0]["diff"]) and "512" in str(steps[0]["diff"])
     coder_steps = [json.loads(s["payload"]) for s in store.steps(run_id) if s["agent"] == "coder"]
     forms = [d.get("reply_form") for payload in coder_steps for d in payload["drafts"]]
     assert forms == ["file", "diff", "diff", "file"]
