@@ -27,6 +27,7 @@ def checks() -> list[dict]:
         isolation,
         _tool("C++ compiler (cpp kernels)", "g++"),
         _tool("nvcc (CUDA kernels: PTX and cubins)", "nvcc"),
+        _tool("GNU patch (an LLM coder's replies as diffs against their parent)", "patch"),
         _triton_for_gpus(),
         _gpu(),
     ]
