@@ -90,7 +90,12 @@ def command(argv: list[str], scratch: Path) -> list[str]:
             args += ["--tmpfs", str(folder)]
     args += ["--tmpfs", "/tmp"]
     # A private /tmp must not hide the interpreter or agentkern when they live there (a CI job's clone).
-    for needed in _outermost(p for p in _needed_paths() if _contains(Path("/tmp"), p) and p.exists()):
+    # (Never /tmp itself, nor a folder holding the scratch mount point: a script run from /tmp puts /tmp on
+    # sys.path, and binding it read-only would leave nowhere to mount the scratch folder.)
+    under_tmp = (
+        p for p in _needed_paths() if _contains(Path("/tmp"), p) and not _contains(p, SANDBOX_SCRATCH) and p.exists()
+    )
+    for needed in _outermost(under_tmp):
         args += ["--ro-bind", str(needed), str(needed)]
     args += ["--bind", str(scratch), str(SANDBOX_SCRATCH), "--chdir", str(SANDBOX_SCRATCH)]
     # The runner caps its tasks before any candidate code (deaths.cap_tasks): in its own user namespace the

@@ -168,7 +168,12 @@ def _predict(tgt: Target, compiled: dict, plan: dict, details: dict, launches: i
     except (KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
         return {"unavailable": f"the model cannot price these kernels: {type(exc).__name__}: {exc}"}
     prediction.size = plan.get("constants") or details.get("check_size") or details.get("size")
-    return prediction.to_json() | {"predicted": True}
+    out = prediction.to_json() | {"predicted": True}
+    if {"flops", "bytes", "dtype"} <= set(work):  # memory- or compute-bound at the predicted size, not the checked
+        from agentkern.harness.roofline_check import bound_kind
+
+        out["bound"] = bound_kind(tgt, work)
+    return out
 
 
 def _configs(compiled: dict) -> list[dict]:

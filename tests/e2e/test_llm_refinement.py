@@ -170,3 +170,33 @@ def test_start_from_picks_the_exemplar_then_the_builtin_template_then_scratch(tm
     assert why == "from exemplar run-test-1 of the knowledge base"
     assert "#define REPEAT 1" in starter.drafts()[0]["source"]
     assert choose("builtin", relu, "cpu", "cpp", "cpu", None)[1] == "from the built-in elementwise template"
+
+
+def test_an_llm_triton_kernel_for_an_absent_gpu_is_compiled_and_its_next_prompt_shows_it(tmp_path):
+    """No flat 60%-of-roofline guess: the model's kernel is compiled for sm_90a and priced from that, and the
+    coder that refines it is shown its registers, shared memory and tensor-core instructions."""
+    from support import ROOT
+
+    source = (ROOT / "tests" / "data" / "triton_gemm_fp16.py").read_text()
+    model = ScriptedModel(
+        ["STRATEGY: gemm/wgmma\nfp16 tiles", f"```python\n{source}```", "STRATEGY: gemm/next\nx", "-"]
+    )
+    store = optimize.open_store()
+    run_id = optimize.new_run_id("matmul_fp16")
+    original = optimize.new_run_id
+    optimize.new_run_id = lambda problem: run_id
+    try:
+        optimize.run(
+            OptimizeOptions(
+                problem="matmul_fp16", target="h100", beam=1, max_iters=2, start_from="scratch", out=str(tmp_path)
+            ),
+            policy=optimize.llm_policy(model, store, run_id),
+            checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
+        )
+    finally:
+        optimize.new_run_id = original
+    [first] = [c for c in store.candidates(run_id) if c["candidate_id"] == "001-0"]
+    assert first["correct"] and first["predicted"]
+    second_coder = [c["prompt"] for c in store.model_calls(run_id) if c["agent"] == "coder"][1]
+    assert "Compiled for the target: gemm_kernel: " in second_coder and "(wgmma" in second_coder
+    assert "Compute-bound" in second_coder and "assumed 60% of the roofline" not in second_coder

@@ -92,3 +92,17 @@ def test_builds_are_kept_for_the_same_candidate_only(tmp_path, monkeypatch):
     again, other = tmp_path / "again", tmp_path / "other"
     assert build_cache.restore("candidate A", again) and (again / "cpp" / "libk.so").read_bytes() == b"built"
     assert not build_cache.restore("candidate B", other) and not Path(other).exists()
+
+
+def test_a_sys_path_entry_of_tmp_itself_is_not_bound_over_the_scratch_mount(monkeypatch, tmp_path):
+    """A script run from /tmp puts /tmp on sys.path; binding it read-only left nowhere to mount the scratch
+    folder ("Can't mkdir /tmp/agentkern-runner: Read-only file system")."""
+    from pathlib import Path
+
+    from agentkern.harness import confine
+
+    monkeypatch.setattr(confine, "bwrap_status", lambda: (True, "test"))
+    monkeypatch.setattr(confine, "_needed_paths", lambda: (Path("/tmp"), Path(tmp_path)))
+    argv = confine.command(["python"], tmp_path)
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
+    assert "/tmp" not in binds and str(tmp_path) in binds

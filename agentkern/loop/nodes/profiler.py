@@ -110,6 +110,8 @@ def _apply_prediction(record: Candidate, prediction: Prediction, details: dict[s
         record.update(status="infeasible", correct=False, error="predicted: " + "; ".join(prediction.notes))
         return
     record.update(speedup=prediction.speedup, kernel_ms=prediction.kernel_ms, reference_ms=prediction.reference_ms)
+    if (details.get("prediction") or {}).get("bound"):  # the compiled kernel's prediction, at the gpu size
+        record["bound"] = details["prediction"]["bound"]
     bound_ms = prediction.bound_ms or details.get("roofline_bound_ms")  # at the prediction's size where it has one
     if bound_ms and prediction.kernel_ms:
         record["roofline_fraction"] = bound_ms / prediction.kernel_ms
