@@ -71,9 +71,10 @@ class LLMPolicy(Policy):
         self.chars_per_token = prompt_budget.CHARS_PER_TOKEN
 
     def _ask(
-        self, agent: str, ctx: dict[str, Any], template: str, ideas: int = 1
+        self, agent: str, ctx: dict[str, Any], template: str, ideas: int = 1, branch: int | None = None
     ) -> tuple[str | None, str | None, int, float]:
-        """(reply text, error, tokens, cost) of one call, its prompt fitted to the window."""
+        """(reply text, error, tokens, cost) of one call, its prompt fitted to the window. `branch`: the coder's
+        draft index, recorded so the trace pairs each call with the candidate it became."""
         retrieved = [brief(doc) for doc in ctx.get("knowledge") or []]
         iteration = ctx["iteration"]
         for last_try in (False, True):
@@ -88,9 +89,11 @@ class LLMPolicy(Policy):
                 )
             except prompt_budget.PromptTooLarge as exc:
                 prompt = prompts.render(template, **ctx)
-                self.record(agent, iteration, prompt, None, str(exc), retrieved=retrieved, notes=self._notes(None))
+                self.record(
+                    agent, iteration, prompt, None, str(exc), retrieved=retrieved, notes=self._notes(None, branch)
+                )
                 return None, str(exc), 0, 0.0
-            notes = self._notes(fitted)
+            notes = self._notes(fitted, branch)
             try:
                 reply = self.model.complete([{"role": "user", "content": fitted.prompt}], max_tokens=fitted.max_tokens)
             except ModelError as exc:
@@ -109,15 +112,21 @@ class LLMPolicy(Policy):
         self.record(agent, iteration, fitted.prompt, reply, None, retrieved=retrieved, notes=notes)
         return reply.text, None, reply.prompt_tokens + reply.completion_tokens, reply.cost_usd
 
-    def _notes(self, fitted: prompt_budget.Fitted | None) -> dict[str, Any]:
+    def _notes(self, fitted: prompt_budget.Fitted | None, branch: int | None = None) -> dict[str, Any]:
         notes = fitted.notes() if fitted else {"window": self.window}
+        if branch is not None:
+            notes["branch"] = branch
         notes["chars_per_token"] = round(self.chars_per_token, 2)
         if self.window_source:
             notes["window_from"] = self.window_source
         return notes
 
+    def starts_from_kernel(self, candidates: list) -> bool:
+        """True while the next iteration is the --start-from kernel's: it asks the model nothing."""
+        return self.starter is not None and not candidates
+
     def plan(self, ctx: PolicyContext) -> Plan:
-        if self.starter is not None and not ctx.get("candidates"):
+        if self.starts_from_kernel(ctx.get("candidates") or []):
             return self.starter.plan()
         beam = ctx.get("beam", 1)
         branches = lineage.branches(ctx.get("candidates") or [], beam)
@@ -143,7 +152,7 @@ class LLMPolicy(Policy):
         for j, branch in enumerate(branches):
             idea = ideas[j % len(ideas)]
             coder_ctx = {**ctx, "plan_text": idea["text"], "branches": [branch]}
-            text, error, tokens, cost = self._ask("coder", coder_ctx, coder_prompt)
+            text, error, tokens, cost = self._ask("coder", coder_ctx, coder_prompt, branch=j)
             parent = branch["parent"]
             source, form = None, None
             if text is not None:

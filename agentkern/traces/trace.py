@@ -107,6 +107,10 @@ class RunTrace:
         (a coder node replayed after a resume asked again; only its second round made the candidates)."""
         calls = [c for c in self.calls if c["iteration"] == iteration and c["agent"] == "coder"]
         made = len([c for c in self.candidates if c["iteration"] == iteration])
+        if calls and all("branch" in (c.get("notes") or {}) for c in calls):
+            # Each call names its draft: the last call of each (a context-length refusal asks twice for one draft)
+            last = {c["notes"]["branch"]: c for c in calls}
+            return [last[b] for b in sorted(last)][-made:] if made else []
         return calls[-made:] if made else []
 
 

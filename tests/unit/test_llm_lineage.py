@@ -271,7 +271,7 @@ def test_the_rendered_example_of_docs_llm_md_still_renders():
     from support import ROOT
 
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "render_prompts.py"), "--window", "1500"],
+        [sys.executable, str(ROOT / "examples" / "render_prompts.py"), "--window", "2500"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -279,4 +279,21 @@ def test_the_rendered_example_of_docs_llm_md_still_renders():
     assert done.returncode == 0, done.stderr[-2000:]
     planner, coder = done.stdout.split("===== coder")
     assert "Best candidates so far" in planner and "The kernel the coder will improve (001-0" in planner
-    assert "The kernel to improve (001-0, strategy relu-omp/flat/0)" in coder and "'window': 1500" in coder
+    assert "The kernel to improve (001-0, strategy relu-omp/flat/0)" in coder and "'window': 2500" in coder
+
+
+def test_a_context_length_refusal_gets_one_shorter_request_and_the_calls_name_their_branch(tmp_path):
+    from agentkern.models.base import ModelError
+
+    refusal = ModelError(
+        "openai/x: HTTP 400 (not retried): maximum context length is 4096 tokens", kind="http", status=400
+    )
+    cands = [candidate(tmp_path, "001-0", speedup=1.3), candidate(tmp_path, "001-1", speedup=1.1, strategy="g/v")]
+    code = "```python\n" + PARENT + "```"
+    pol, model, calls = policy(["STRATEGY: a/b\nx", code, refusal, code], window=8192)
+    ctx = context(cands, beam=2)
+    drafts = pol.write(pol.plan(ctx), ctx, 2)
+    assert all(d["source"] for d in drafts) and len(model.history) == 4
+    assert [c["notes"].get("branch") for c in calls] == [None, 0, 1, 1]
+    assert calls[2]["error"] and calls[3]["error"] is None
+    assert calls[3]["notes"]["chars_per_token"] < calls[2]["notes"]["chars_per_token"]

@@ -13,10 +13,13 @@ from agentkern.loop.state import RunState
 from agentkern.policies.base import PolicyContext
 
 
-def knowledge(deps: Deps) -> list[dict[str, Any]]:
+def knowledge(deps: Deps, candidates: list | None = None) -> list[dict[str, Any]]:
     """Documents from the knowledge base for this problem, target and backend, for a policy that reads them
     (an LLM's; the built-in policy does not, so its runs never open the knowledge base)."""
     if getattr(deps, "retriever", None) is None or not getattr(deps.policy, "reads_knowledge", False):
+        return []
+    starts = getattr(deps.policy, "starts_from_kernel", None)
+    if starts is not None and starts(candidates or []):  # the first kernel comes from --start-from: no prompt
         return []
     return deps.retriever(deps.problem_source, deps.target, deps.backend, name=Path(deps.problem_path).stem)
 
@@ -37,7 +40,7 @@ def context(state: RunState, deps: Deps) -> PolicyContext:
         "target": deps.target,
         "backend": deps.backend,
         "run_id": deps.run_id,
-        "knowledge": knowledge(deps),
+        "knowledge": knowledge(deps, candidates),
     }
 
 
