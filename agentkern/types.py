@@ -141,6 +141,7 @@ class Draft(TypedDict):
     params: dict[str, Any]  # the template's parameters; {} for a hand-written (LLM) candidate
     parent: str | None  # the candidate it was derived from
     reply_form: NotRequired[str | None]  # an LLM's reply: "file" (a whole file) or "diff" (against the parent)
+    other_parent: NotRequired[str]  # a crossover's second parent (policies/lineage.py)
     # The solution file; None when the coder has none (then `error` says why). Left out of the copies in the
     # compiler's results and the run store's steps: the code is in the candidate's file.
     source: NotRequired[str | None]

@@ -19,6 +19,7 @@ from agentkern import candidates as population
 from agentkern.types import Candidate
 
 MEMORY = 4  # attempts remembered per lineage; the prompt budget may keep fewer
+CROSSOVER_BEAM = 3  # from this many branches on, the last one combines two families' best kernels
 OUTCOME_CHARS = 240  # of a failure's error in its one-line outcome
 REPORT_CHARS = 2400  # of one failure's log or correctness report (head and tail kept)
 
@@ -38,9 +39,10 @@ class Parent(TypedDict):
     verdict: str  # lines: status, speedup, roofline, bound, counters, compiled resources, cost-model notes
 
 
-class Branch(TypedDict):
+class Branch(TypedDict, total=False):
     parent: Parent | None
     attempts: list[Attempt]  # oldest first
+    other: Parent  # a crossover branch's second parent: another family's elite, to combine with `parent`
 
 
 def trim_middle(text: str, limit: int) -> str:
@@ -112,9 +114,14 @@ def attempt(c: Candidate) -> Attempt:
     }
 
 
+def _parent(c: Candidate, source: str) -> Parent:
+    return {"id": c["id"], "strategy": c["strategy"], "source": source, "verdict": verdict_text(c)}
+
+
 def branches(candidates: list[Candidate], count: int) -> list[Branch]:
     """One branch per coder call of an iteration: its parent (an elite, best family first, taken in turn)
-    and the lineage's memory."""
+    and the lineage's memory. With CROSSOVER_BEAM branches or more and two families' elites, the last branch
+    is a crossover: the best kernel with the second family's best beside it, to combine."""
     elites = sorted(population.elites(candidates).values(), key=lambda c: (-c["speedup"], c["id"]))
     by_id = {c["id"]: c for c in candidates}
     out: list[Branch] = []
@@ -129,17 +136,12 @@ def branches(candidates: list[Candidate], count: int) -> list[Branch]:
             continue
         chain = set(_ancestors(chosen, by_id))
         tried = [c for c in candidates if c.get("parent") in chain and c["id"] != chosen["id"]]
-        out.append(
-            {
-                "parent": {
-                    "id": chosen["id"],
-                    "strategy": chosen["strategy"],
-                    "source": source,
-                    "verdict": verdict_text(chosen),
-                },
-                "attempts": [attempt(c) for c in tried[-MEMORY:]],
-            }
-        )
+        out.append({"parent": _parent(chosen, source), "attempts": [attempt(c) for c in tried[-MEMORY:]]})
+    if count >= CROSSOVER_BEAM and len(elites) >= 2:
+        first, second = elites[0], elites[1]
+        sources = _source(first), _source(second)
+        if sources[0] is not None and sources[1] is not None:
+            out[-1] = {"parent": _parent(first, sources[0]), "other": _parent(second, sources[1]), "attempts": []}
     return out
 
 

@@ -160,14 +160,18 @@ class LLMPolicy(Policy):
                     source, form = replies.solution(text, parent["source"] if parent else None)
                 except NoCodeError as exc:
                     error = f"reply without usable code: {exc}"
+            other = branch.get("other")
             drafts.append(
                 {
-                    "strategy": f"{idea['strategy']}/{j}",
+                    "strategy": f"crossover:{parent['id']}+{other['id']}/{j}"
+                    if other and parent
+                    else f"{idea['strategy']}/{j}",
                     "source": source,
                     "error": error,
                     "params": {},
                     "parent": parent["id"] if parent else None,
                     "reply_form": form,
+                    **({"other_parent": other["id"]} if other else {}),
                     "tokens": tokens,
                     "cost_usd": cost,
                 }

@@ -94,6 +94,13 @@ def _trims(ctx: dict[str, Any]) -> list[tuple[str, Callable[[dict], bool]]]:
             return True
         return False
 
+    def drop_second_parent_source(c: dict) -> bool:
+        for branch in c.get("branches") or []:
+            if branch.get("other") and branch["other"].get("source"):
+                branch["other"] = {**branch["other"], "source": None}
+                return True
+        return False
+
     def drop_parent_source(c: dict) -> bool:
         for branch in c.get("branches") or []:
             if branch.get("parent") and branch["parent"].get("source"):
@@ -106,6 +113,7 @@ def _trims(ctx: dict[str, Any]) -> list[tuple[str, Callable[[dict], bool]]]:
         ("lineage attempts", drop_attempt),
         ("failure reports", shorten_reports),
         ("critic feedback", shorten_feedback),
+        ("the second parent's source", drop_second_parent_source),
         ("the parent kernel's source", drop_parent_source),  # last: without it the coder starts over
     ]
 
@@ -161,5 +169,5 @@ def _copy(ctx: dict[str, Any]) -> dict[str, Any]:
     if "knowledge" in out:
         out["knowledge"] = list(out["knowledge"] or [])
     if out.get("branches"):
-        out["branches"] = [{**b, "attempts": [dict(a) for a in b["attempts"]]} for b in out["branches"]]
+        out["branches"] = [{**b, "attempts": [dict(a) for a in b.get("attempts", [])]} for b in out["branches"]]
     return out

@@ -297,3 +297,20 @@ def test_a_context_length_refusal_gets_one_shorter_request_and_the_calls_name_th
     assert [c["notes"].get("branch") for c in calls] == [None, 0, 1, 1]
     assert calls[2]["error"] and calls[3]["error"] is None
     assert calls[3]["notes"]["chars_per_token"] < calls[2]["notes"]["chars_per_token"]
+
+
+def test_with_three_branches_the_last_combines_two_families_best_kernels(tmp_path):
+    cands = [
+        candidate(tmp_path, "001-0", speedup=1.5, strategy="tiled/a/0"),
+        candidate(tmp_path, "001-1", speedup=1.2, strategy="simd/b/1", source=PARENT.replace("256", "64")),
+    ]
+    code = "```python\n" + PARENT + "```"
+    pol, model, calls = policy(["STRATEGY: a/x\n1\nSTRATEGY: b/y\n2\nSTRATEGY: c/z\n3", code, code, code])
+    ctx = context(cands, beam=3)
+    drafts = pol.write(pol.plan(ctx), ctx, 3)
+    assert "Branch 3 combines 001-0 with 001-1" in calls[0]["prompt"]
+    crossover = calls[3]["prompt"]
+    assert "A second strong kernel, from another family (001-1" in crossover and "block=64" in crossover
+    assert "block=256" in crossover and "Combine the two" in crossover
+    assert drafts[2]["strategy"] == "crossover:001-0+001-1/2" and drafts[2]["parent"] == "001-0"
+    assert drafts[2]["other_parent"] == "001-1" and "other_parent" not in drafts[0]
