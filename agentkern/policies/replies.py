@@ -27,7 +27,7 @@ PATCH_TIMEOUT_S = 30
 def solution(text: str, parent_source: str | None) -> tuple[str, str]:
     """(the solution file, "file" | "diff") from a coder's reply. A whole file wins over a diff when the reply
     has both. Raises NoCodeError, in one line, when neither gives a solution."""
-    text = _THINK.sub("", text or "")
+    text = _THINK.sub("", (text or "").replace("\r\n", "\n"))
     try:
         return extract_solution(text), "file"
     except NoCodeError as no_file:
@@ -110,6 +110,7 @@ def apply_diff(parent_source: str, diff: str) -> str:
                     "--batch",
                     "--forward",
                     "--fuzz=3",
+                    "--ignore-whitespace",  # context lines whose spacing the model changed still match
                     "-o",
                     str(result),
                     "-r",

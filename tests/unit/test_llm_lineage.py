@@ -314,3 +314,9 @@ def test_with_three_branches_the_last_combines_two_families_best_kernels(tmp_pat
     assert "block=256" in crossover and "Combine the two" in crossover
     assert drafts[2]["strategy"] == "crossover:001-0+001-1/2" and drafts[2]["parent"] == "001-0"
     assert drafts[2]["other_parent"] == "001-1" and "other_parent" not in drafts[0]
+
+
+def test_a_diff_with_crlf_line_ends_and_changed_context_spacing_applies():
+    diff = "```diff\r\n@@ -7,2 +7,2 @@\r\n \tdef forward(self, x):\r\n-        y = torch.empty_like(x)\r\n+        y = torch.zeros_like(x)\r\n```\r\n"
+    source, form = replies.solution(diff, PARENT)
+    assert form == "diff" and "torch.zeros_like(x)" in source and "\r" not in source
