@@ -7,7 +7,7 @@ candidates) drives the stop rule. speedup@k is defined here once; bench/metrics.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from typing import TypeVar
 
@@ -20,6 +20,19 @@ C = TypeVar("C", bound=CandidateRecord)
 def family_of(strategy: str) -> str:
     """ "softmax:online/vec8" -> "softmax:online": the part before the last '/' names the family."""
     return strategy.rsplit("/", 1)[0]
+
+
+def ancestry(candidate: C, lookup: Callable[[str | None], C | None]) -> list[C]:
+    """The candidate's ancestors by recorded parent (`lookup(id)` finds one), oldest first, ending with the
+    candidate itself. A parent id seen before ends the walk (a damaged store must not loop it)."""
+    chain: list[C] = []
+    seen: set[str] = set()
+    node: C | None = candidate
+    while node is not None and node["id"] not in seen:
+        seen.add(node["id"])
+        chain.append(node)
+        node = lookup(node.get("parent"))
+    return chain[::-1]
 
 
 def correct(candidates: Iterable[C]) -> list[C]:

@@ -67,7 +67,9 @@ def priced(text: str, cost: float) -> Reply:
     )
 
 
-def _optimize(run_id: str, options: OptimizeOptions, policy, evaluate, workdir: Path) -> dict:
+def optimize_with_run_id(run_id: str, options: OptimizeOptions, policy, evaluate, workdir: Path) -> dict:
+    """optimize.run under a run id chosen beforehand (a scripted policy records its model calls under it),
+    checkpointed in `workdir`."""
     original = optimize.new_run_id
     optimize.new_run_id = lambda problem: run_id  # the policy's model-call records and the run share the id
     try:
@@ -107,7 +109,7 @@ def _scripted(workdir: Path) -> TracedRun:
     options = OptimizeOptions(
         problem="relu", target="cpu", model="scripted", beam=3, max_iters=2, patience=5, out=str(workdir / "out")
     )
-    result = _optimize(run_id, options, optimize.llm_policy(model, store, run_id), evaluate, workdir)
+    result = optimize_with_run_id(run_id, options, optimize.llm_policy(model, store, run_id), evaluate, workdir)
     return TracedRun(run_id, store.path, result, workdir)
 
 
@@ -134,7 +136,7 @@ def _builtin(workdir: Path) -> TracedRun:
 
     options = OptimizeOptions(problem="relu", target="cpu", beam=2, max_iters=3, patience=5, out=str(workdir / "out"))
     run_id = optimize.new_run_id("relu") + "-builtin"
-    result = _optimize(run_id, options, None, evaluate, workdir)
+    result = optimize_with_run_id(run_id, options, None, evaluate, workdir)
     return TracedRun(run_id, optimize.open_store().path, result, workdir)
 
 

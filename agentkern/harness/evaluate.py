@@ -170,9 +170,7 @@ def _predict(tgt: Target, compiled: dict, plan: dict, details: dict, launches: i
     prediction.size = plan.get("constants") or details.get("check_size") or details.get("size")
     out = prediction.to_json() | {"predicted": True}
     if {"flops", "bytes", "dtype"} <= set(work):  # memory- or compute-bound at the predicted size, not the checked
-        from agentkern.harness.roofline_check import bound_kind
-
-        out["bound"] = bound_kind(tgt, work)
+        out["bound"] = roofline_check.bound_kind(tgt, work)
     return out
 
 

@@ -211,6 +211,7 @@ def _run_exemplars(op: str, target: str, backend: str, root: Path | None = None)
     """(speedup, front matter, path) of every measured run exemplar (`kb add --from-run`) for this op, target
     and backend. Reads the exemplar files' front matter directly, so a run never has to open chromadb."""
     folder = (root or home() / "kb") / "exemplars"
+    wanted = (op, target, (backend,))
     found = []
     for path in sorted(folder.glob("run-*.md")) if folder.is_dir() else []:
         text = path.read_text(errors="replace")
@@ -220,11 +221,8 @@ def _run_exemplars(op: str, target: str, backend: str, root: Path | None = None)
             front = yaml.safe_load(text[4 : text.index("\n---\n", 4)]) or {}
         except yaml.YAMLError:
             continue
-        if (front.get("op"), front.get("target"), tuple(front.get("backends") or ())) == (
-            op,
-            target,
-            (backend,),
-        ) and not front.get("predicted"):
+        mine = (front.get("op"), front.get("target"), tuple(front.get("backends") or ()))
+        if mine == wanted and not front.get("predicted"):
             found.append((float(front.get("speedup") or 0), front, path))
     return found
 

@@ -25,10 +25,9 @@ def context_window(model: Any, override: int | None = None) -> tuple[int | None,
     own = getattr(model, "context_window", None)
     if own:
         return int(own), "the model's own"
-    name = getattr(model, "name", "")
-    api_base = getattr(model, "api_base", None)
     if not hasattr(model, "api_base"):  # not a litellm model: a test's stand-in, no window
         return None, "none (not a served model)"
+    name, api_base = model.name, model.api_base
     known = _litellm_window(name)
     if known:
         return known, "litellm's model information"

@@ -356,8 +356,7 @@ class LiteLLMModel:
             chunks.append(chunk)
             if self.on_progress is not None:
                 self.on_progress(len(chunks))
-        built = litellm.stream_chunk_builder(chunks, messages=messages) if chunks else None
-        return built if built is not None else type("Empty", (), {"choices": []})()
+        return litellm.stream_chunk_builder(chunks, messages=messages) if chunks else None  # None: _read refuses it
 
     def _error(self, f: _Failure, attempts: int, too_long: bool) -> ModelError:
         if f.kind == "malformed":

@@ -93,16 +93,6 @@ def _source(c: Candidate) -> str | None:
         return None
 
 
-def _ancestors(c: Candidate, by_id: dict[str, Candidate]) -> list[str]:
-    chain, seen = [], set()
-    node: Candidate | None = c
-    while node is not None and node["id"] not in seen:
-        seen.add(node["id"])
-        chain.append(node["id"])
-        node = by_id.get(node.get("parent") or "")
-    return chain
-
-
 def attempt(c: Candidate) -> Attempt:
     failed = not (c.get("correct") and c.get("speedup") is not None) and c.get("status") != "ok"
     return {
@@ -134,7 +124,7 @@ def branches(candidates: list[Candidate], count: int) -> list[Branch]:
         if source is None:  # its file is gone (a moved run folder): nothing to refine
             out.append({"parent": None, "attempts": [attempt(c) for c in candidates[-MEMORY:]]})
             continue
-        chain = set(_ancestors(chosen, by_id))
+        chain = {c["id"] for c in population.ancestry(chosen, lambda i: by_id.get(i or ""))}
         tried = [c for c in candidates if c.get("parent") in chain and c["id"] != chosen["id"]]
         out.append({"parent": _parent(chosen, source), "attempts": [attempt(c) for c in tried[-MEMORY:]]})
     if count >= CROSSOVER_BEAM and len(elites) >= 2:

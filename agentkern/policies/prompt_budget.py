@@ -94,27 +94,25 @@ def _trims(ctx: dict[str, Any]) -> list[tuple[str, Callable[[dict], bool]]]:
             return True
         return False
 
-    def drop_second_parent_source(c: dict) -> bool:
-        for branch in c.get("branches") or []:
-            if branch.get("other") and branch["other"].get("source"):
-                branch["other"] = {**branch["other"], "source": None}
-                return True
-        return False
+    def drop_source(key: str) -> Callable[[dict], bool]:
+        """A trim that leaves out one branch's `key` kernel source ("parent", or a crossover's "other")."""
 
-    def drop_parent_source(c: dict) -> bool:
-        for branch in c.get("branches") or []:
-            if branch.get("parent") and branch["parent"].get("source"):
-                branch["parent"] = {**branch["parent"], "source": None}
-                return True
-        return False
+        def trim(c: dict) -> bool:
+            for branch in c.get("branches") or []:
+                if branch.get(key) and branch[key].get("source"):
+                    branch[key] = {**branch[key], "source": None}
+                    return True
+            return False
+
+        return trim
 
     return [
         ("retrieved documents", drop_document),
         ("lineage attempts", drop_attempt),
         ("failure reports", shorten_reports),
         ("critic feedback", shorten_feedback),
-        ("the second parent's source", drop_second_parent_source),
-        ("the parent kernel's source", drop_parent_source),  # last: without it the coder starts over
+        ("the second parent's source", drop_source("other")),
+        ("the parent kernel's source", drop_source("parent")),  # last: without it the coder starts over
     ]
 
 

@@ -21,20 +21,10 @@ def unified(old: str | None, new: str | None, old_name: str, new_name: str, cont
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def lineage(trace: RunTrace, candidate: StoredCandidate) -> list[StoredCandidate]:
-    """The candidate's ancestors by recorded parent, oldest first, ending with the candidate itself."""
-    chain: list[StoredCandidate] = []
-    node: StoredCandidate | None = candidate
-    while node is not None and all(node["id"] != c["id"] for c in chain):
-        chain.append(node)
-        node = trace.candidate(node.get("parent"))
-    return chain[::-1]
-
-
 def base_of(trace: RunTrace, candidate: StoredCandidate) -> tuple[StoredCandidate | None, str]:
-    """(the candidate to diff against, why that one). The built-in policy names each candidate's parent; an
-    LLM's candidates name none, so they are compared with the best correct kernel of the earlier iterations:
-    the one the coder was shown as the best so far."""
+    """(the candidate to diff against, why that one): its recorded parent (the built-in policy's, or the
+    kernel an LLM coder was shown to refine); without one (a first kernel, a run recorded before parents were
+    kept), the best correct kernel of the earlier iterations."""
     parent = trace.candidate(candidate.get("parent"))
     if parent is not None:
         return parent, f"its parent {parent['id']}"

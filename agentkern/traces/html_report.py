@@ -13,7 +13,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer, PythonLexer
 
 from agentkern import __version__
-from agentkern.candidates import family_of
+from agentkern.candidates import ancestry, family_of
 from agentkern.helpers import atomic_write_text
 from agentkern.traces import charts, describe, diff
 from agentkern.traces.templating import render
@@ -77,7 +77,7 @@ def lineage_steps(trace: RunTrace, best) -> list[dict]:
     if best is None:
         return []
     formatter = HtmlFormatter(style=CODE_STYLE, cssclass="highlight")
-    chain = diff.lineage(trace, best)
+    chain = ancestry(best, trace.candidate)
     steps = []
     for parent, child in zip(chain, chain[1:]):
         text = diff.unified(source_of(parent), source_of(child), f"{parent['id']}.py", f"{child['id']}.py")

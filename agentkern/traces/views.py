@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from agentkern import candidates as population
 from agentkern.traces import describe, diff
 from agentkern.traces.store import RunStore, seen_status
 from agentkern.traces.trace import RunTrace, Step
@@ -84,7 +85,7 @@ def run_tree(trace: RunTrace, full: bool = False) -> Tree:
     if best and describe.noise_note(best):
         head.append(f"  ({describe.noise_note(best)})", style="yellow")
     tree = Tree(head)
-    chain = diff.lineage(trace, best) if best else []
+    chain = population.ancestry(best, trace.candidate) if best else []
     if len(chain) > 1:  # how the best kernel was reached, step by step (an LLM's refinements, the search's moves)
         tree.add(
             Text(

@@ -6,6 +6,7 @@ import sqlite3
 from langgraph.checkpoint.sqlite import SqliteSaver
 from relu_replies import COMPILE_ERROR, GOOD, HANG, NO_CODE, SYNTAX_ERROR, WRONG
 from support import fast_options
+from traces_runs import optimize_with_run_id
 
 from agentkern.loop import run as optimize
 from agentkern.loop.deps import OptimizeOptions
@@ -37,18 +38,7 @@ def test_scripted_run_records_every_verdict_and_keeps_the_right_best(tmp_path):
         return harness_evaluate(problem_path, path, target_name, opts)
 
     options = OptimizeOptions(problem="relu", target="cpu", beam=2, max_iters=3, patience=5, out=str(tmp_path / "out"))
-    # Fix the run id so the policy's model-call records and the run share it.
-    original = optimize.new_run_id
-    optimize.new_run_id = lambda problem: run_id
-    try:
-        result = optimize.run(
-            options,
-            policy=policy,
-            evaluate=evaluate,
-            checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
-        )
-    finally:
-        optimize.new_run_id = original
+    result = optimize_with_run_id(run_id, options, policy, evaluate, tmp_path)
 
     statuses = {c["candidate_id"]: c["status"] for c in store.candidates(run_id)}
     assert statuses == {

@@ -4,10 +4,9 @@ iteration, each candidate records its parent, the trace's diffs show what each s
 after a failed step carries the compiler's error."""
 
 import json
-import sqlite3
 
-from langgraph.checkpoint.sqlite import SqliteSaver
 from support import fast_options
+from traces_runs import optimize_with_run_id
 
 from agentkern.loop import run as optimize
 from agentkern.loop.deps import OptimizeOptions
@@ -48,7 +47,7 @@ class ModelNew(nn.Module):
 FIRST = f"Here is a first kernel.\n```python\n{KERNEL % {'repeat': 512}}```\n"
 # A diff against 001-0 as the prompt showed it, with a hunk header whose counts are wrong (models get them
 # wrong; the counts are repaired before patch runs).
-TO_FOUR = """Less repeated work:
+TO_THIRTY_TWO = """Less repeated work:
 ```diff
 --- a/solution.py
 +++ b/solution.py
@@ -74,7 +73,7 @@ def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
             "STRATEGY: relu-repeat/r512\nStart simple.",
             FIRST,
             "STRATEGY: relu-repeat/r32\nRepeat less.",
-            TO_FOUR,
+            TO_THIRTY_TWO,
             "STRATEGY: relu-repeat/broken\nTry an extra term.",
             BROKEN,
             "STRATEGY: relu-repeat/r1\nNo repetition at all.",
@@ -94,17 +93,7 @@ def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
     options = OptimizeOptions(
         problem="relu", target="cpu", beam=1, max_iters=4, patience=9, out=str(tmp_path / "out"), stop_at_roofline=None
     )
-    original = optimize.new_run_id
-    optimize.new_run_id = lambda problem: run_id
-    try:
-        result = optimize.run(
-            options,
-            policy=policy,
-            evaluate=evaluate,
-            checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
-        )
-    finally:
-        optimize.new_run_id = original
+    result = optimize_with_run_id(run_id, options, policy, evaluate, tmp_path)
 
     stored = {c["candidate_id"]: c for c in store.candidates(run_id)}
     assert [stored[k]["status"] for k in ("001-0", "002-0", "003-0", "004-0")] == ["ok", "ok", "compile_error", "ok"]
@@ -183,18 +172,10 @@ def test_an_llm_triton_kernel_for_an_absent_gpu_is_compiled_and_its_next_prompt_
     )
     store = optimize.open_store()
     run_id = optimize.new_run_id("matmul_fp16")
-    original = optimize.new_run_id
-    optimize.new_run_id = lambda problem: run_id
-    try:
-        optimize.run(
-            OptimizeOptions(
-                problem="matmul_fp16", target="h100", beam=1, max_iters=2, start_from="scratch", out=str(tmp_path)
-            ),
-            policy=optimize.llm_policy(model, store, run_id),
-            checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False)),
-        )
-    finally:
-        optimize.new_run_id = original
+    options = OptimizeOptions(
+        problem="matmul_fp16", target="h100", beam=1, max_iters=2, start_from="scratch", out=str(tmp_path)
+    )
+    optimize_with_run_id(run_id, options, optimize.llm_policy(model, store, run_id), None, tmp_path)
     [first] = [c for c in store.candidates(run_id) if c["candidate_id"] == "001-0"]
     assert first["correct"] and first["predicted"]
     second_coder = [c["prompt"] for c in store.model_calls(run_id) if c["agent"] == "coder"][1]
