@@ -52,7 +52,9 @@ def make_policy(
     features: frozenset | None = None,
 ) -> Policy:
     from agentkern.models import get_model
+    from agentkern.policies.start import check_choice
 
+    check_choice(opts.start_from)  # said for a built-in run too, where it is not used
     model = get_model(opts.model, opts.api_base)
     if model is None:
         from agentkern.policies.builtin.analysis import analyze_problem

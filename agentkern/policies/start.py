@@ -45,14 +45,19 @@ def exemplar_source(op: str, target: str, backend: str, root: Path | None = None
     return (block.group(1) + "\n", doc_id) if block else None
 
 
-def choose(
-    choice: str, problem_path: Path, target: str, backend: str, size: str | None, features
-) -> tuple[Starter | None, str]:
-    """(the starter or None for scratch, one line on what was chosen and why)."""
+def check_choice(choice: str) -> None:
+    """One clear error for a --start-from that is none of CHOICES (the built-in policy's runs too)."""
     if choice not in CHOICES:
         from agentkern.errors import UserError
 
         raise UserError(f"--start-from must be {', '.join(CHOICES[:-1])} or {CHOICES[-1]}, not {choice!r}")
+
+
+def choose(
+    choice: str, problem_path: Path, target: str, backend: str, size: str | None, features
+) -> tuple[Starter | None, str]:
+    """(the starter or None for scratch, one line on what was chosen and why)."""
+    check_choice(choice)
     if choice == "scratch":
         return None, "from scratch (--start-from scratch)"
     if choice in ("auto", "exemplar"):

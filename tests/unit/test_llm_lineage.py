@@ -320,3 +320,12 @@ def test_a_diff_with_crlf_line_ends_and_changed_context_spacing_applies():
     diff = "```diff\r\n@@ -7,2 +7,2 @@\r\n \tdef forward(self, x):\r\n-        y = torch.empty_like(x)\r\n+        y = torch.zeros_like(x)\r\n```\r\n"
     source, form = replies.solution(diff, PARENT)
     assert form == "diff" and "torch.zeros_like(x)" in source and "\r" not in source
+
+
+def test_an_unknown_start_from_is_one_clear_error_whatever_the_policy():
+    from agentkern.errors import UserError
+    from agentkern.loop import run as optimize
+    from agentkern.loop.deps import OptimizeOptions
+
+    with pytest.raises(UserError, match="--start-from must be auto, exemplar, builtin or scratch, not 'bogus'"):
+        optimize.make_policy(OptimizeOptions(problem="relu", start_from="bogus"), None, "cpp", None, "r")
