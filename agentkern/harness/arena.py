@@ -5,6 +5,8 @@ each block of calls it writes every call's inputs into the file while the runner
 runner their layout: (offset, dtype, shape) per tensor. The runner maps the file and wraps the bytes as
 tensors without copying. Outputs travel the other way by a different road (the judge reads them from the
 frozen runner's memory: runners.py), so nothing a runner writes here is ever read back as a result.
+On a GPU the judge also keeps a copy of the file's used bytes in device memory of its own, which the runner
+maps through CUDA IPC (cuda_ipc.py): the inputs are on the device before the clock starts, on both sides.
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ class Arena:
         self.fd = os.memfd_create(name)  # close-on-exec: a runner gets it only through pass_fds
         self.size = 0
         self.map: mmap.mmap | None = None
+        self.device: torch.device | None = None
+        self.on_device = None  # cuda_ipc.DeviceBuffer: the inputs' copy a runner on a GPU reads
+        self.retired: list = []  # device buffers the runner may still map until its next answer
+
+    def use_device(self, device: torch.device) -> None:
+        """Mirror the inputs on this GPU from the next write on."""
+        self.device = device if device.type == "cuda" else None
 
     def reserve(self, nbytes: int) -> None:
         """Make the file at least `nbytes` long (a runner remaps when told the new size)."""
@@ -73,7 +82,35 @@ class Arena:
             for x, spec in zip(args, call):
                 if "offset" in spec and spec["nbytes"]:
                     self.view(spec).copy_(x.detach().cpu().contiguous().view(-1).view(torch.uint8))
+        if self.device is not None and total:
+            self._mirror(total)
         return specs
+
+    def _mirror(self, total: int) -> None:
+        from agentkern.harness.cuda_ipc import DeviceBuffer
+
+        if self.on_device is None or self.on_device.nbytes < total:
+            if self.on_device is not None:
+                self.retired.append(self.on_device)
+            self.on_device = DeviceBuffer(max(_aligned(total), 1 << 20), self.device)
+        self.on_device.tensor[:total].copy_(torch.frombuffer(self.map, dtype=torch.uint8, count=total))
+        torch.cuda.synchronize(self.device)
+
+    def device_spec(self) -> dict | None:
+        """The IPC handle of the inputs' device copy, for a block's command (None off the GPU)."""
+        return None if self.device is None or self.on_device is None else self.on_device.spec
+
+    def release_retired(self) -> None:
+        """Free the device buffers the runner has stopped mapping (it answered a command naming the new one)."""
+        for buffer in self.retired:
+            buffer.close()
+        self.retired = []
+
+    def current(self, spec: dict) -> torch.Tensor:
+        """The spec's bytes as the runner left them: the device copy on a GPU (what it reads), else the file."""
+        if self.on_device is not None:
+            return self.on_device.tensor[spec["offset"] : spec["offset"] + spec["nbytes"]].cpu()
+        return self.view(spec)
 
     def view(self, spec: dict) -> torch.Tensor:
         """The spec's bytes in the judge's mapping, as uint8 (what the runner may have changed)."""
@@ -81,6 +118,10 @@ class Arena:
 
     def close(self) -> None:
         self.map = None
+        for buffer in [*self.retired, self.on_device]:
+            if buffer is not None:
+                buffer.close()
+        self.retired, self.on_device = [], None
         os.close(self.fd)
 
 
@@ -104,10 +145,17 @@ class Mapping:
         raw = torch.frombuffer(self.map, dtype=torch.uint8, count=spec["nbytes"], offset=spec["offset"])
         return raw.view(dtype).view(spec["shape"])
 
-    def args(self, call: list) -> list:
-        return [self._arg(spec) for spec in call]
+    def args(self, call: list, on_device: torch.Tensor | None = None) -> list:
+        """The call's arguments: views of the file, or of the judge's device copy when given (on a GPU)."""
+        return [self._arg(spec, on_device) for spec in call]
 
-    def _arg(self, spec: dict):
+    def _arg(self, spec: dict, on_device: torch.Tensor | None = None):
+        if "offset" in spec and on_device is not None:
+            dtype = DTYPES[spec["dtype"]]
+            if not spec["nbytes"]:
+                return torch.empty(spec["shape"], dtype=dtype, device=on_device.device)
+            raw = on_device[spec["offset"] : spec["offset"] + spec["nbytes"]]
+            return raw.view(dtype).view(spec["shape"])
         if "offset" in spec:
             return self.tensor(spec)
         if spec.get("empty"):  # a shape only (gpu_plan.py): memory of its own, never written or read by the judge

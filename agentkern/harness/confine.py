@@ -70,6 +70,22 @@ def inside(scratch: Path) -> Path:
     return SANDBOX_SCRATCH if bwrap_status()[0] else scratch
 
 
+def sandbox_env(scratch: Path, inside_scratch: Path, env: dict[str, str]) -> dict[str, str]:
+    """`env` with HOME, TMPDIR and every backend's build caches in the sandbox's scratch folder (the only one it
+    can write; `inside_scratch` is that folder as the sandbox sees it): one candidate's builds are never loaded
+    by another evaluation."""
+    from agentkern import backends
+
+    env = dict(env)
+    for sub in ("home", "tmp"):
+        (scratch / sub).mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(inside_scratch / "home"), TMPDIR=str(inside_scratch / "tmp"))
+    for b in backends.all():
+        for var, kind in b.cache_env.items():
+            env[var] = str(inside_scratch / "cache" / kind)
+    return env
+
+
 def hidden_folders() -> list[Path]:
     """Folders a runner must not see: the judge's store, locks and the user's home."""
     from agentkern.config import home
@@ -85,6 +101,8 @@ def command(argv: list[str], scratch: Path) -> list[str]:
         return argv
     scratch = scratch.resolve()
     args = [shutil.which(BWRAP) or BWRAP, *_namespace_args(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for node in gpu_device_nodes():
+        args += ["--dev-bind", node, node]
     for folder in hidden_folders():
         if not any(_contains(folder, needed) for needed in _needed_paths()):
             args += ["--tmpfs", str(folder)]
@@ -102,6 +120,14 @@ def command(argv: list[str], scratch: Path) -> list[str]:
     # kernel counts only the sandbox's processes and threads against the limit, so a fork bomb stops there.
     args += ["--setenv", MAX_TASKS_VARIABLE, str(MAX_TASKS)]
     return [*args, "--", *argv]
+
+
+def gpu_device_nodes() -> list[str]:
+    """The GPU's device nodes (NVIDIA's /dev/nvidia*, AMD's /dev/kfd and /dev/dri): bubblewrap's fresh /dev has
+    none, and a runner without them sees no GPU (seen on an H200: "No CUDA GPUs are available")."""
+    import glob
+
+    return sorted(glob.glob("/dev/nvidia*")) + [p for p in ("/dev/kfd", "/dev/dri") if os.path.exists(p)]
 
 
 @functools.lru_cache(maxsize=1)

@@ -16,6 +16,7 @@ import sys
 import sysconfig
 import threading
 import time
+import types
 
 import torch
 
@@ -59,7 +60,9 @@ class RuntimeSnapshot:
 
     @staticmethod
     def _ids(obj) -> dict[str, int]:
-        return {k: id(v) for k, v in list(vars(obj).items())}
+        # Functions, classes and modules: what a cheat swaps. Plain values (torch.cuda's `_initialized` and the
+        # like) are rebound by torch itself as it initialises, and an honest kernel's first launch does that.
+        return {k: id(v) for k, v in list(vars(obj).items()) if callable(v) or isinstance(v, types.ModuleType)}
 
     def check(self) -> None:
         now = self._interceptors()

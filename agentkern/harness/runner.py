@@ -38,6 +38,8 @@ class Runner:
         self.guards = None
         self.kept: list = []
         self.records_launches = False
+        self.device_buffers = None  # cuda_ipc.OpenedBuffers: the judge's device memory, on a GPU
+        self.outputs_region = None  # this block's output region in it
 
     def answer(self, message: dict) -> None:
         self.reply.write(json.dumps(message) + "\n")
@@ -52,6 +54,10 @@ class Runner:
         path = Path(cmd["filename"]).resolve()
         path.write_text(cmd["source"])
         self.device = torch.device(cmd["device"])
+        if self.device.type == "cuda":
+            # The context exists before the guards' snapshot: creating it rebinds torch.cuda's state flags.
+            torch.cuda.init()
+            torch.empty(1, device=self.device)
         if cmd.get("threads"):
             torch.set_num_threads(int(cmd["threads"]))
         self.mapping.ensure(cmd["arena_size"])
@@ -101,6 +107,7 @@ class Runner:
             mode = OpRecorder()
         else:
             mode = contextlib.nullcontext()
+        inputs, self.outputs_region = self._device_memory(cmd)  # before the guards: the judge's memory, mapped
         self._begin(watch=bool(cmd.get("watch")))
         launches = self.records_launches and bool(cmd.get("record") or cmd.get("plan"))
         if launches:
@@ -109,12 +116,14 @@ class Runner:
             launch_record.start(skip=bool(cmd.get("plan")))
         try:
             if cmd.get("dry"):  # the machinery's own cost (timing.py): views of the inputs, no model call
-                outputs = [[a for a in self.mapping.args(call) if hasattr(a, "data_ptr")][:1] for call in cmd["calls"]]
+                args = [self.mapping.args(call, inputs) for call in cmd["calls"]]
+                # Off the GPU one input view is described as an output would be; on it nothing is copied.
+                outputs = [[] if inputs is not None else [a for a in xs if hasattr(a, "data_ptr")][:1] for xs in args]
             else:
-                outputs = self._calls(cmd["calls"], mode)
+                outputs = self._calls(cmd["calls"], mode, inputs)
         finally:
             self._end()
-        described = [[self._describe(t) for t in outs] for outs in outputs]
+        described = self._describe_all(outputs, inputs)
         answer = {"outputs": described}
         if launches:
             from agentkern.harness import launch_record
@@ -129,7 +138,19 @@ class Runner:
             answer["flops"] = float(getattr(mode, "flops", 0.0))
         return answer
 
-    def _calls(self, calls: list, mode) -> list:
+    def _device_memory(self, cmd: dict):
+        """(the inputs' device copy, the outputs' device region) the judge named for this block, on a GPU."""
+        if "device_inputs" not in cmd:
+            return None, None
+        from agentkern.harness.cuda_ipc import OpenedBuffers
+
+        if self.device_buffers is None:
+            self.device_buffers = OpenedBuffers()
+        inputs = self.device_buffers.get("inputs", cmd["device_inputs"], self.device)
+        outputs = cmd.get("device_outputs")
+        return inputs, (self.device_buffers.get("outputs", outputs, self.device) if outputs else None)
+
+    def _calls(self, calls: list, mode, on_device=None) -> list:
         import torch
 
         from agentkern.harness.correctness import as_tensor_list
@@ -138,22 +159,68 @@ class Runner:
         outputs = []
         with torch.no_grad(), mode:
             for call in calls:
-                args = self.mapping.args(call)
+                args = self.mapping.args(call, on_device)
                 if self.device.type != "cpu":
                     args = [a.to(self.device) if isinstance(a, torch.Tensor) else a for a in args]
                 outputs.append(as_tensor_list(self.model(*args), "forward"))
-            if self.device.type == "cuda":
+            if self.outputs_region is None and self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
             if calls and self.guards is not None and torch._C._len_torch_dispatch_stack() < 1:
                 raise Rejected("dispatch_guard", "took the op allowlist's dispatch mode off the stack")
+        if self.outputs_region is not None:
+            with torch.no_grad():  # the harness's own copies, outside the op allowlist and the op recorder
+                outputs = self._to_region(outputs)  # inside the timed block: the copy is part of the call's cost
+            torch.cuda.synchronize(self.device)
         return outputs
+
+    def _to_region(self, outputs: list) -> list:
+        """Copy each GPU output into the judge's output region, in order, 64-byte aligned; an output that is not
+        on this GPU or does not fit stays as it is (described for the judge to read from this process)."""
+        from agentkern.harness.arena import ALIGN
+
+        region, offset, placed = self.outputs_region, 0, []
+        for outs in outputs:
+            row = []
+            for t in outs:
+                nbytes = t.numel() * t.element_size()
+                if t.device != region.device or offset + nbytes > region.numel() or not nbytes:
+                    row.append(t)
+                    continue
+                region[offset : offset + nbytes].copy_(t.detach().contiguous().view(-1).view(region.dtype))
+                row.append((offset, t))
+                offset += (nbytes + ALIGN - 1) // ALIGN * ALIGN
+            placed.append(row)
+        return placed
+
+    def _describe_all(self, outputs: list, inputs) -> list:
+        described = []
+        for outs in outputs:
+            row = []
+            for t in outs:
+                if isinstance(t, tuple):  # copied into the judge's device region
+                    offset, t = t
+                    row.append(self._describe_placed(offset, t, inputs))
+                else:
+                    row.append(self._describe(t))
+            described.append(row)
+        return described
+
+    @staticmethod
+    def _describe_placed(offset: int, t, inputs) -> dict:
+        from agentkern.harness.arena import dtype_name
+
+        desc = {"device_offset": offset, "dtype": dtype_name(t.dtype), "shape": list(t.shape)}
+        if inputs is not None and t.numel():
+            lo = inputs.data_ptr()
+            desc["aliases_input"] = lo <= t.data_ptr() < lo + inputs.numel()
+        return desc
 
     def _describe(self, t) -> dict:
         from agentkern.harness.arena import dtype_name
 
         host = t.detach()
         if host.device.type != "cpu":
-            host = host.cpu()  # on a GPU the read-back is inside the timed block, on both sides
+            host = host.cpu()  # not in the judge's device region: read back inside the timed block
         host = host.contiguous()
         self.kept.append(host)  # alive until the next block: the judge reads it from this process's memory
         nbytes = host.numel() * host.element_size()

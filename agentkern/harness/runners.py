@@ -32,18 +32,10 @@ _perf = time.perf_counter
 REPLY_LIMIT = 1 << 20
 
 
-def runner_env(scratch: Path, judge_env: dict[str, str]) -> dict[str, str]:
+def runner_env(scratch: Path, inside_scratch: Path, judge_env: dict[str, str]) -> dict[str, str]:
     """A runner's environment: the judge's, with the user's OpenMP settings back, and its own HOME, TMPDIR and
-    build caches, all in its scratch folder (the only one it can write): one candidate's build can never be
-    loaded by another evaluation."""
-    from agentkern import backends
-
-    env = runner_thread_env(judge_env)
-    env.update(HOME=str(scratch / "home"), TMPDIR=str(scratch / "tmp"))
-    for b in backends.all():
-        for var, kind in b.cache_env.items():
-            env[var] = str(scratch / "cache" / kind)
-    return env
+    build caches, all in its scratch folder (confine.sandbox_env)."""
+    return confine.sandbox_env(scratch, inside_scratch, runner_thread_env(judge_env))
 
 
 class RunnerDied(Exception):
@@ -55,12 +47,10 @@ class RunnerProcess:
         self.role = role
         self.arena = Arena(f"agentkern-{role}")
         scratch.mkdir(parents=True, exist_ok=True)
-        for sub in ("home", "tmp"):
-            (scratch / sub).mkdir(exist_ok=True)
         self.scratch = scratch
         self.log_path = log_path
         self.inside = confine.inside(scratch) if confined else scratch  # the scratch folder as the runner sees it
-        env = runner_env(self.inside, env)
+        env = runner_env(scratch, self.inside, env)
         reply_r, reply_w = os.pipe()
         argv = [sys.executable, "-m", "agentkern.harness.runner", str(reply_w), str(self.arena.fd)]
         with open(log_path, "wb") as log:
@@ -195,15 +185,19 @@ class RunnerProcess:
             raise Rejected("protocol", f"the {self.role} runner answered {type(answer).__name__}, not an object")
         return answer
 
-    def call(self, cmd: dict) -> tuple[dict, float]:
-        """Thaw, send, wait for the answer, stop: (answer, seconds on the judge's clock)."""
+    def call(self, cmd: dict, fence=None) -> tuple[dict, float]:
+        """Thaw, send, wait for the answer, stop: (answer, seconds on the judge's clock). `fence` (on a GPU:
+        the judge's own read of the outputs' region) runs before the clock stops."""
         t0 = _perf()
         self.thaw()
         self.send(cmd)
         answer = self.read_answer()
         self.stop()
+        if fence is not None:
+            fence()
         elapsed = _perf() - t0
         self.wait_stopped()
+        self.arena.release_retired()
         return answer, elapsed
 
     def arena_ranges(self) -> list[tuple[int, int]]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentkern import backends
-from agentkern.harness import protocol
+from agentkern.harness import confine, confined_worker, protocol
 from agentkern.harness.deaths import oom_kill_counts, oom_kills_since, output_limit_bytes, read_tail
 from agentkern.helpers import atomic_write_json, tail
 
@@ -76,10 +76,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _spawn(args: list[str], cwd: Path, env: dict[str, str], log_path: Path, stdin, prefix=()) -> subprocess.Popen:
+def _spawn(
+    args: list[str], cwd: Path, env: dict[str, str], log_path: Path, stdin, prefix=(), confined: bool = False
+) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "agentkern.harness.worker", *args]
+    if confined:  # a mode that loads a candidate in the worker (confined_worker.py)
+        argv = confine.command(argv, cwd)
     with open(log_path, "w") as log:
         return subprocess.Popen(
-            [*prefix, sys.executable, "-m", "agentkern.harness.worker", *args],
+            [*prefix, *argv],
             cwd=cwd,
             env=env,
             stdin=stdin,
@@ -122,9 +127,18 @@ class WarmPool:
             return None
         proc, log_path, key = spare
         if key != self._key(env) or proc.poll() is not None:
-            _kill_group(proc)
+            self._discard(spare)
             return None
         return proc, log_path
+
+    def _discard(self, spare: tuple) -> None:
+        """Kill an unused spare and remove what it left: its log and its runners' scratch folders (named after
+        its pid: session.prestart)."""
+        proc, log_path, _ = spare
+        _kill_group(proc)
+        log_path.unlink(missing_ok=True)
+        for folder in self.root.glob(f"runners-{proc.pid}-*"):
+            shutil.rmtree(folder, ignore_errors=True)
 
     def refill(self, env: dict[str, str]) -> None:
         if self.spare is not None:
@@ -149,7 +163,7 @@ class WarmPool:
 
     def close(self) -> None:
         if self.spare is not None:
-            _kill_group(self.spare[0])
+            self._discard(self.spare)
             self.spare = None
 
 
@@ -163,18 +177,23 @@ def run_worker(
 ) -> SandboxOutcome:
     """Run one request in a fresh worker (or the pool's spare). `prefix` wraps the worker's command line
     (perf stat, ncu: agentkern/harness/counters.py); a wrapped run never uses the spare."""
+    confined = confined_worker.applies(request)
     request_path = _write_request(request, workdir, env, limits)
+    if confined:
+        request, env = confined_worker.prepare(json.loads(request_path.read_text()), workdir, env)
+        atomic_write_json(request_path, request)
     oom_before = oom_kill_counts()
     start = time.monotonic()
-    warm = pool.take(env) if pool is not None and not prefix else None
+    warm = pool.take(env) if pool is not None and not prefix and not confined else None
     if warm is not None:
         proc, log_path = warm
         proc.stdin.write(f"{request_path}\n".encode())
         proc.stdin.close()
     else:
         log_path = workdir / protocol.LOG
-        proc = _spawn([str(request_path)], workdir, env, log_path, subprocess.DEVNULL, prefix)
-    if pool is not None and not prefix:
+        args = [confined_worker.inside_path(request_path, workdir) if confined else str(request_path)]
+        proc = _spawn(args, workdir, env, log_path, subprocess.DEVNULL, prefix, confined)
+    if pool is not None and not prefix and not confined:
         # The next spare imports torch now, beside this evaluation's build and check: its import holds the
         # device's shared lock (device_lock.py), so it never runs while a candidate is timed. Its three imports
         # (the judge's and the two runners' it pre-starts, ~2.2 s of both cores here) outlast the build and

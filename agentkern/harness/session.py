@@ -234,6 +234,7 @@ class EvalSession:
             max_calls=self.opts["max_timed_calls"],
             flush_bytes=self.req["flush_bytes"],
             seed=self.req["timing_seed"],
+            device=self.device,
         )
         self.sides["candidate"].check_native()
         return timing

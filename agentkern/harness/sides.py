@@ -49,6 +49,7 @@ class Side:
         self.role = role
         self.runner = RunnerProcess(role, scratch, env, log_path, confined)
         self.scratch = scratch
+        self.device_outputs = None  # device_outputs.DeviceOutputs, on a GPU
 
     @property
     def is_candidate(self) -> bool:
@@ -86,10 +87,10 @@ class Side:
         if self.is_candidate:
             check_libraries(mapped_libraries(self.runner.pid) - self.libraries_at_start)
 
-    def ask(self, cmd: dict, loading: bool = False) -> tuple[dict, float]:
+    def ask(self, cmd: dict, loading: bool = False, fence=None) -> tuple[dict, float]:
         """Send one command; its answer and time, or the failure it stands for."""
         try:
-            answer, seconds = self.runner.call(cmd)
+            answer, seconds = self.runner.call(cmd, fence)
         except RunnerDied as exc:
             self._died(exc, loading)
         if "rejected" in answer:
@@ -154,6 +155,7 @@ class Side:
         specs = self.runner.arena.write([init])[0]
         filename = self.runner.inside / ("problem.py" if kind.startswith("problem") else "solution.py")
         cmd = {"op": "load", "kind": kind, "source": source, "filename": str(filename), "init": specs}
+        self._use_device(torch.device(common["device"]))
         guarded = self.is_candidate and kind == "solution"  # the torch.compile baseline is agentkern's own code
         cmd |= {"init_seed": init_seed, "arena_size": self.runner.arena.size, "guarded": guarded}
         answer, _ = self.ask(cmd | common, loading=True)
@@ -163,11 +165,29 @@ class Side:
         self.check_native()
         return answer
 
+    def _use_device(self, device: torch.device) -> None:
+        """On a GPU, inputs and outputs live in the judge's device memory, mapped by the runner (cuda_ipc.py)."""
+        if device.type == "cuda" and self.device_outputs is None:
+            from agentkern.harness.device_outputs import DeviceOutputs
+
+            self.runner.arena.use_device(device)
+            self.device_outputs = DeviceOutputs(self.role, device, self._protocol)
+
+    def _device_fields(self, expected) -> dict:
+        on_device = self.runner.arena.device_spec()
+        if on_device is None or self.device_outputs is None:
+            return {}
+        return {"device_inputs": on_device, **self.device_outputs.plan(expected)}
+
     def run_block(self, calls: list[list], expected: list[list[torch.Tensor]] | None = None, **flags) -> Block:
         """Call the model once per entry of `calls` (each a list of arguments), timed as one block."""
         specs = self.runner.arena.write(calls)
         cmd = {"op": "block", "calls": specs, "arena_size": self.runner.arena.size, **flags}
-        answer, seconds = self.ask(cmd)
+        cmd |= self._device_fields(expected)
+        fence = self.device_outputs.fence if "device_outputs" in cmd else None
+        answer, seconds = self.ask(cmd, fence=fence)
+        if self.device_outputs is not None:
+            self.device_outputs.release_retired()
         left = self.runner.others()
         if left and self.is_candidate:
             raise Rejected("forbidden_call", f"the call left {len(left)} process(es) running")
@@ -184,8 +204,15 @@ class Side:
             if like is not None and len(outs) != len(like):
                 outputs.append([torch.empty(0)] * len(outs))  # the comparison says how many were expected
                 continue
-            outputs.append([self.runner.read_tensor(d, like[j] if like else None) for j, d in enumerate(outs)])
+            outputs.append([self._read(d, like[j] if like else None) for j, d in enumerate(outs)])
+        if "device_outputs" in cmd:
+            self.device_outputs.verify()
         return Block(outputs, seconds, answer)
+
+    def _read(self, desc, expected: torch.Tensor | None) -> torch.Tensor:
+        if isinstance(desc, dict) and "device_offset" in desc and self.device_outputs is not None:
+            return self.device_outputs.read(desc, expected)
+        return self.runner.read_tensor(desc, expected)
 
     def plan_call(self, inputs: list[dict]) -> dict:
         """One call on empty tensors of these shapes ({"shape", "dtype"} or {"value"}), its Triton launches noted
@@ -210,7 +237,7 @@ class Side:
             for i, (spec, x) in enumerate(zip(call, args)):
                 if "offset" in spec and spec["nbytes"]:
                     original = x.detach().cpu().contiguous().view(-1).view(torch.uint8)
-                    if not torch.equal(self.runner.arena.view(spec), original):
+                    if not torch.equal(self.runner.arena.current(spec), original):
                         return i
         return None
 
@@ -224,6 +251,7 @@ class Side:
         Asked of the reference's runner only."""
         specs = self.runner.arena.write(calls)
         cmd = {"op": "block", "calls": specs, "arena_size": self.runner.arena.size, "dry": True}
+        cmd |= self._device_fields(None)
         return [self.ask(cmd)[1] for _ in range(repeats)]
 
     def _protocol(self, what: str) -> Exception:
@@ -233,3 +261,5 @@ class Side:
 
     def close(self) -> None:
         self.runner.close()
+        if self.device_outputs is not None:
+            self.device_outputs.close()

@@ -9,7 +9,8 @@ part of a block even so. Blocks
 alternate between the sides, each call gets fresh inputs in fresh memory, and every timed output is
 compared with the reference's output for the same inputs.
 Two modes, as in the CUDA-L2 paper: `offline` (blocks of back-to-back calls) and `server` (one call per
-block, the last-level cache flushed and a random gap before each).
+block, the last-level cache flushed and a random gap before each). On a GPU the inputs and outputs are in
+the judge's device memory (cuda_ipc.py, device_outputs.py): no host copy inside a block.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class CacheFlusher:
 
     def flush(self) -> None:
         self.buffer.zero_()
+        if self.buffer.is_cuda:
+            torch.cuda.synchronize(self.buffer.device)  # done before the runner is thawed
 
 
 TARGET_BLOCK_S = 0.02  # per-block costs (a first call on cold caches) stay a small part of a block
@@ -129,12 +132,14 @@ def measure_blocks(
     max_calls: int,
     flush_bytes: int,
     seed: int,
+    device: torch.device | None = None,
 ) -> dict:
     """Time `reference` and `candidate` (sides.Side) alternately in blocks; fresh_inputs(i) gives the i-th
     call's arguments, `like` the outputs' shapes and dtypes (the reference's outputs of a trial). Every
     candidate output of every timed call is checked against the reference's."""
     rng = random.Random(seed)
-    flusher = CacheFlusher(torch.device("cpu"), flush_bytes) if mode == "server" else None
+    # On a GPU the judge's own context flushes the L2, which every context on the device shares.
+    flusher = CacheFlusher(device or torch.device("cpu"), flush_bytes) if mode == "server" else None
     pairs = _Pairs(reference, candidate, fresh_inputs, tolerance_for, explain_mismatch, like, flusher, rng)
     warm_ref, warm_cand = pairs.pair(1, False)  # warm-up, checked, not counted; it also sizes the blocks
     calls = int(min(max_calls, max(min_calls, time_budget_s / max((warm_ref + warm_cand) / 1e3, 1e-6))))

@@ -144,12 +144,17 @@ def _advantage(problem: str, path: Path, result: dict, env: dict, timing: dict) 
     honest, _, _ = _run_agentkern(problem, HONEST[problem], env, timing)
     if path.name.startswith("slow_ref_"):
         # What these attacks go for is the reference's time: compare it with the reference's time beside an
-        # honest kernel of the same kind (the kernels' own speeds may differ).
+        # honest kernel of the same kind (the kernels' own speeds may differ). A slower reference is an
+        # advantage only when the attack's speedup gained from it: one that slows the whole machine (its
+        # spinners starving the host, as seen in two CI runs: reference 0.41 ms against 0.24-0.27, but a
+        # speedup of 0.25-0.34 against the honest kernel's ~1) slows its own kernel more and gains nothing.
         limit = NO_ADVANTAGE_SPEEDUP * ((honest or {}).get("reference_ms") or float("inf"))
-        if not (result["reference_ms"] or 0) < limit:
+        gained = (result["speedup"] or 0) > ((honest or {}).get("speedup") or 0)
+        if not (result["reference_ms"] or 0) < limit and gained:
             return (
                 f"the reference took {result['reference_ms']:.3g} ms beside it, over 1.5x its "
-                f"{honest['reference_ms']:.3g} ms beside an honest kernel: {result}"
+                f"{honest['reference_ms']:.3g} ms beside an honest kernel, and its speedup "
+                f"{result['speedup']:.3g} beat the honest kernel's {honest['speedup']:.3g}: {result}"
             )
         return None
     # An attack on the inputs (a cache) goes for its own time instead: its speedup against the honest one's.

@@ -145,3 +145,14 @@ def test_a_confined_runner_cannot_start_more_tasks_than_its_cap(tmp_path):
     assert limit == confine.MAX_TASKS  # soft and hard, set before any candidate code
     if os.geteuid() != 0:  # the kernel exempts root from RLIMIT_NPROC; measured as nobody: stops at the cap
         assert started < confine.MAX_TASKS
+
+
+def test_a_spare_discarded_unused_leaves_no_runner_folders_behind(tmp_path):
+    from agentkern.harness import jobs
+
+    pool = sandbox.WarmPool(tmp_path / "spares")
+    pool.refill(jobs.env("cpu", "cpp", None, tmp_path))
+    assert pool.wait_ready(timeout_s=120)
+    assert list((tmp_path / "spares").glob("runners-*")), "the spare pre-starts its runners in the pool's folder"
+    pool.close()
+    assert list((tmp_path / "spares").iterdir()) == []
