@@ -65,7 +65,10 @@ def _parse_tolerances(pairs: list[str]) -> dict[str, float]:
 # Shared by `eval` and `optimize`.
 Target = Annotated[str, typer.Option("--target", "-t", help="cpu, a100, h100, h200, l4, l40s, rtx4090, or auto.")]
 Size = Annotated[
-    str | None, typer.Option(help="Problem size: cpu or gpu (the problem's SIZES; default: the target picks).")
+    str | None,
+    typer.Option(
+        help="Problem size: cpu or gpu (the problem's SIZES; default: the target picks), or small (any problem's size constants halved until it fits this machine)."
+    ),
 ]
 
 

@@ -17,6 +17,12 @@ import types
 from agentkern.errors import UserError
 
 SIZE_NAMES = ("cpu", "gpu")
+# Any problem, SIZES or not: its size constants (the module ints of 32 and more that get_inputs and
+# get_init_inputs read) halved until the reference's work fits this machine: for problems written for
+# large GPUs (KernelBench's), as KernelBench's issue #146 asks for smaller GPUs. harness/check_size.py.
+SMALL = "small"
+SMALL_FLOPS = 2e8
+SMALL_BYTES = 32 * 2**20
 
 
 class UnknownSize(ValueError):
@@ -56,9 +62,11 @@ def choose(
 ) -> tuple[str | None, str | None]:
     """(size to apply, note for the output). None: the problem has no SIZES and is used as is.
     An unknown explicit size is a UserError, naming the sizes the problem has."""
+    if requested == SMALL:
+        return SMALL, None
     if declared is None:
         if requested is not None and requested not in SIZE_NAMES:
-            raise UserError(f"--size must be one of {', '.join(SIZE_NAMES)}, not {requested!r}")
+            raise UserError(f"--size must be one of {', '.join((*SIZE_NAMES, SMALL))}, not {requested!r}")
         return requested, None  # no literal SIZES: used as is (the worker checks a computed SIZES)
     if requested is not None:
         if requested not in declared:
@@ -74,6 +82,10 @@ def choose(
 
 def apply_size(module: types.ModuleType, size: str | None) -> dict:
     """Set the problem module's size constants for `size`; returns what was set ({} when nothing was)."""
+    if size == SMALL:
+        from agentkern.harness.check_size import shrink
+
+        return shrink(module, SMALL_FLOPS, SMALL_BYTES)
     sizes = getattr(module, "SIZES", None)
     if size is None or sizes is None:
         return {}

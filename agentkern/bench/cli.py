@@ -77,7 +77,12 @@ MaxIters = Annotated[int, typer.Option(min=1, help="Iterations per problem.")]
 Beam = Annotated[int, typer.Option(min=1, help="Candidates per iteration.")]
 K = Annotated[int, typer.Option(min=1, help="k of pass@k and speedup@k (the first k candidates of each problem).")]
 Baseline = Annotated[str, typer.Option(help="Speedups in the metrics are over eager PyTorch or torch.compile.")]
-Size = Annotated[str | None, typer.Option(help="Problem sizes: cpu or gpu (default: the target picks).")]
+Size = Annotated[
+    str | None,
+    typer.Option(
+        help="Problem sizes: cpu or gpu (default: the target picks), or small (size constants halved to fit this machine: foreign suites such as KernelBench)."
+    ),
+]
 Seed = Annotated[int, typer.Option(help="Seed of the built-in policy's search.")]
 TimeBudget = Annotated[
     float | None, typer.Option("--time-budget", min=0.0, help="Seconds per problem (checked between iterations).")
@@ -148,8 +153,10 @@ def run_command(
 
     if baseline not in ("eager", "compile"):
         raise UserError(f"--baseline must be eager or compile, not {baseline!r}")
-    if size is not None and size not in ("cpu", "gpu"):
-        raise UserError(f"--size must be cpu or gpu, not {size!r}")
+    from agentkern.sizes import SIZE_NAMES, SMALL
+
+    if size is not None and size not in (*SIZE_NAMES, SMALL):
+        raise UserError(f"--size must be one of {', '.join((*SIZE_NAMES, SMALL))}, not {size!r}")
     previous = C.load_report(compare) if compare else None  # a bad file fails now, not after an hour
     tgt = get_target(target)
     found = resolve_suite(suite, limit, only)

@@ -19,8 +19,9 @@ SHRINKABLE = 32  # constants below this (batch, heads, small dims) keep their va
 MAX_HALVINGS = 8
 
 
-def shrink(problem) -> dict[str, int]:
-    """Constants for the check size (set on `problem` when returned); {} when the problem is small already."""
+def shrink(problem, max_flops: float = CHECK_FLOPS, max_bytes: float = CHECK_BYTES) -> dict[str, int]:
+    """Constants for the check size (set on `problem` when returned); {} when the problem is small already.
+    Also the `small` size of any problem (agentkern/sizes.py), with that size's budget."""
     from agentkern.harness.meta_work import meta_work
 
     first = size_constants(problem)
@@ -34,7 +35,7 @@ def shrink(problem) -> dict[str, int]:
             break
         if current != first:
             chosen = dict(current)
-        if work["flops"] <= CHECK_FLOPS and work["bytes"] <= CHECK_BYTES:
+        if work["flops"] <= max_flops and work["bytes"] <= max_bytes:
             break
         smaller = {k: (v // 2 if v >= SHRINKABLE else v) for k, v in current.items()}
         if smaller == current:

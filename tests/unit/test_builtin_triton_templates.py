@@ -67,7 +67,7 @@ META = {
 }
 
 
-@pytest.mark.parametrize("family", [f for f in T.families() if f != "attention"])
+@pytest.mark.parametrize("family", [f for f in T.families() if f not in ("attention", "graph")])
 def test_triton_parameter_contract(family):
     space, default, stage = META[T.TEMPLATE_OF[family]]
     assert T.param_space(family, "triton") == space

@@ -15,7 +15,8 @@ import ast
 import itertools
 from pathlib import Path
 
-from agentkern.helpers import parse_python
+from agentkern.helpers import one_line, parse_python
+from agentkern.policies.builtin.graph_trace import trace_graph
 from agentkern.policies.builtin.ir import MODULES, N, Unsupported, dtype_name, eager_kernels, lower
 from agentkern.policies.builtin.patterns import match
 from agentkern.types import OpSpec
@@ -72,7 +73,17 @@ def analyze(problem_path: str, size: str | None = None) -> OpSpec:
             continue
         spec.update(found, frontend=frontend, output_shape=list(out.shape), eager_ops=eager_kernels(out))
         return spec
-    spec["reason"] = reasons[0]
+    # No one template computes it: the whole graph, op by op (graph_trace.py).
+    try:
+        plan = trace_graph(model, inputs)
+    except Unsupported as exc:
+        spec["reason"] = f"{reasons[0]}; {exc}"
+        return spec
+    except Exception as exc:  # noqa: BLE001 - make_fx cannot trace everything either
+        spec["reason"] = f"{reasons[0]}; graph trace failed: {type(exc).__name__}: {one_line(str(exc))[:200]}"
+        return spec
+    shape = next((n.get("shape") for n in plan["nodes"] if n["name"] == (plan["outputs"][0] or {}).get("ref")), None)
+    spec.update(family="graph", frontend="graph", output_shape=shape, attrs={"graph": plan})
     return spec
 
 

@@ -32,6 +32,7 @@ TEMPLATE_OF = {
     "linear": "matmul",
     "bmm": "matmul",
     "attention": "attention",
+    "graph": "graph",  # the whole traced graph, op by op (graph_trace.py, graph_render.py)
 }
 
 
@@ -225,6 +226,10 @@ def describe_chain(chain: list[dict], value: str = "v") -> str:
 
 def summary(spec: OpSpec) -> str:
     a, fam = spec["attrs"], spec["family"]
+    if fam == "graph":
+        from agentkern.policies.builtin.graph_render import summary as graph_summary
+
+        return graph_summary(spec)
     if fam in ("softmax", "log_softmax"):
         core = f"{fam}(x{' * ' + repr(a['scale']) if a['scale'] != 1.0 else ''}, dim=-1)"
     elif fam in ("layernorm", "rmsnorm"):
@@ -290,6 +295,11 @@ def render(spec: OpSpec, params: dict | None = None, backend: str = "cpp") -> st
     if dtype != "float32" and (operands or any("param" in spec["attrs"].get(k, {}) for k in ("a", "b"))):
         raise TemplateError(f"the {dtype} GEMM template takes two input matrices and no tensor operands")
     env = _environment(str(template_dir()))
+    extra = {}
+    if family == "graph":
+        from agentkern.policies.builtin.graph_render import context
+
+        extra = context(spec)
     return env.get_template(f"{template}/{backend}.py.j2").render(
         spec=spec,
         p=p,
@@ -298,4 +308,5 @@ def render(spec: OpSpec, params: dict | None = None, backend: str = "cpp") -> st
         template=template,
         summary=summary(spec),
         params_text=json.dumps(p, sort_keys=True),
+        **extra,
     )

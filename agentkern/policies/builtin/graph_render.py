@@ -1,0 +1,117 @@
+"""The graph family's ModelNew: the traced graph (graph_trace.py) as straight-line Python over C++ kernels.
+
+Each node becomes one line of `forward`: a view, allocation or copy is called as it is; an elementwise op is
+the broadcast elementwise kernel with that operation; anything else is the helper that computes it
+(kernels_dataset/templates/graph/helpers.py.j2). Only the C++ kernel groups the plan uses are compiled. No
+torch here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from agentkern.policies.builtin.graph_ops import EW, EW_CODES, EW_OPS, HELPERS, NEUTRAL
+
+
+def source(value) -> str:
+    """A traced argument (graph_trace._value) as Python source."""
+    if isinstance(value, list):
+        return "[" + ", ".join(source(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if "ref" in value:
+            return value["ref"]
+        if "dtype" in value:
+            return f"torch.{value['dtype']}"
+        if "device" in value:
+            return f"torch.device({value['device']!r})"
+        if "layout" in value:
+            return f"torch.{value['layout']}"
+        if "memory_format" in value:
+            return f"torch.{value['memory_format']}"
+        if "float" in value:
+            return f"float({value['float']!r})"
+        raise ValueError(f"an argument the renderer cannot write: {value}")
+    return repr(value)
+
+
+def _call(fn: str, node: dict) -> str:
+    args = [source(a) for a in node.get("args", [])]
+    args += [f"{k}={source(v)}" for k, v in node.get("kwargs", {}).items()]
+    return f"{fn}({', '.join(args)})"
+
+
+def _param(node: dict, spec: tuple) -> str:
+    position, keyword, default = spec
+    args, kwargs = node.get("args", []), node.get("kwargs", {})
+    value = args[position] if len(args) > position else kwargs.get(keyword, default)
+    if value is None:
+        value = default
+    if isinstance(value, str):  # "inf" / "-inf" defaults
+        return f"float({value!r})"
+    return source(value)
+
+
+def _elementwise(node: dict) -> str:
+    name, positions, params = EW_OPS[node["op"]]
+    args = node.get("args", [])
+    if node["op"] == "aten.pow.Scalar":  # scalar ** tensor: the tensor is the one operand
+        operands = [source(args[1])]
+    else:
+        operands = [source(args[i]) for i in positions]
+    extra = "".join(f", {k}={_param(node, spec)}" for k, spec in params.items())
+    return f"_ew({name!r}, torch.{node.get('dtype', 'float32')}, [{', '.join(operands)}]{extra})"
+
+
+def line(node: dict) -> str | None:
+    """The statement computing one node (None for inputs, parameters and constants: bound at the top)."""
+    op, name = node["op"], node["name"]
+    if op in ("input", "param", "constant"):
+        return None
+    if op == "getitem":
+        tup, index = node["args"]
+        return f"{name} = {source(tup)}[{index}]"
+    if op in NEUTRAL:
+        return f"{name} = {_call('torch.ops.' + op, node)}"
+    if op in EW_OPS:
+        return f"{name} = {_elementwise(node)}"
+    return f"{name} = {_call(HELPERS[op][0], node)}"
+
+
+def kernel_groups(plan: dict) -> list[str]:
+    groups = {"ew"} if any(n["op"] in EW_OPS for n in plan["nodes"]) else set()
+    groups |= {HELPERS[n["op"]][1] for n in plan["nodes"] if n["op"] in HELPERS and HELPERS[n["op"]][1]}
+    return sorted(groups)
+
+
+def context(spec: dict) -> dict:
+    """What graph/cpp.py.j2 renders from."""
+    plan = spec["attrs"]["graph"]
+    bound = []
+    for node in plan["nodes"]:
+        if node["op"] == "input":
+            bound.append(f"{node['name']} = inputs[{node['of']}]")
+        elif node["op"] == "param":
+            bound.append(f"{node['name']} = P[{node['of']!r}]")
+        elif node["op"] == "constant":
+            bound.append(f"{node['name']} = self._constant_{node['name']}")
+    outputs = [source(o) for o in plan["outputs"]]
+    return {
+        "bound": bound,
+        "lines": [s for s in (line(n) for n in plan["nodes"]) if s],
+        "returned": outputs[0] if len(outputs) == 1 else "(" + ", ".join(outputs) + ",)",
+        "constants": [n for n in plan["nodes"] if n["op"] == "constant"],
+        "kernels": kernel_groups(plan),
+        "ew": EW,
+        "ew_codes": EW_CODES,
+        "inputs": plan["inputs"],
+    }
+
+
+def summary(spec: dict) -> str:
+    """`12 ops: 2 convolution, 3 mul, ...` for the docstring."""
+    ops = Counter(
+        n["op"].split(".")[1] if n["op"].startswith("aten.") else n["op"]
+        for n in spec["attrs"]["graph"]["nodes"]
+        if n["op"] not in ("input", "param", "constant", "getitem")
+    )
+    return f"{sum(ops.values())} ops: " + ", ".join(f"{c} {op}" for op, c in ops.most_common())
