@@ -12,7 +12,7 @@ from agentkern.harness import confine, jobs
 pytestmark = pytest.mark.skipif(not confine.bwrap_status()[0], reason="needs bubblewrap")
 
 ESCAPING_CUDA_CANDIDATE = textwrap.dedent(
-    '''
+    """
     import os
     import pathlib
 
@@ -32,7 +32,7 @@ ESCAPING_CUDA_CANDIDATE = textwrap.dedent(
     class ModelNew(torch.nn.Module):
         def forward(self, x):
             return x
-    '''
+    """
 )
 
 
