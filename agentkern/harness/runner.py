@@ -75,8 +75,10 @@ class Runner:
                 cls = load_module(str(path), "agentkern_candidate").ModelNew
             else:
                 module = load_problem_module(str(path), "agentkern_reference", cmd.get("size"))
-                for name, value in (cmd.get("constants") or {}).items():  # a second shape (second_shape.py)
-                    setattr(module, name, value)
+                if cmd.get("constants"):  # a second shape or a check size (second_shape.py, check_size.py)
+                    from agentkern.harness.second_shape import set_constants
+
+                    set_constants(module, cmd["constants"])
                 cls = module.Model
             torch.manual_seed(int(cmd["init_seed"]))
             self.model = cls(*init).to(self.device).eval()

@@ -39,8 +39,44 @@ def second_values(constants: dict[str, int]) -> dict[str, int]:
 
 
 def set_constants(problem: types.ModuleType, values: dict[str, int]) -> None:
+    """Set the size constants, then run again the module's top-level assignments computed from them
+    (KernelBench's `bias_shape = (out_channels, 1, 1)`), so that the problem stays consistent."""
     for name, value in values.items():
         setattr(problem, name, value)
+    for statement in _derived(problem, frozenset(values)):
+        exec(statement, vars(problem))  # the problem's own code (trusted: it defines the reference)
+
+
+def _derived(problem: types.ModuleType, names: frozenset) -> list:
+    import ast
+    import inspect
+
+    from agentkern.helpers import parse_python
+
+    try:
+        tree = parse_python(inspect.getsource(problem))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    return [
+        compile(ast.Module(body=[node], type_ignores=[]), problem.__name__, "exec")
+        for node in derived_statements(tree.body, names)
+    ]
+
+
+def derived_statements(body: list, names: frozenset) -> list:
+    """The top-level assignments in `body` computed from `names` that assign none of them, in order."""
+    import ast
+
+    found = []
+    for node in body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        assigned = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        read = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        if read & names and not assigned & names:
+            found.append(node)
+    return found
 
 
 def check_second_shape(session) -> dict | None:

@@ -90,12 +90,25 @@ class RunStore:
         self.db.row_factory = sqlite3.Row
         try:
             # WAL: readers (agentkern traces) never block the writers, and several runs can write at once.
-            self.db.execute("PRAGMA journal_mode=WAL")
+            self._wal()
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise unreadable(path, exc) from None
+
+    def _wal(self) -> None:
+        """Switch to WAL. On a new file, two processes doing so at once (a bench with --workers 2) can get
+        "database is locked" at once, without the busy timeout's wait: try again for as long as that timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _migrate(self) -> None:
         self.db.execute("CREATE TABLE IF NOT EXISTS _migrations (number INTEGER PRIMARY KEY, applied REAL)")

@@ -198,3 +198,70 @@ def test_an_op_without_a_kernel_is_named(tmp_path):
     torch.manual_seed(0)
     with pytest.raises(Unsupported, match="no kernel for aten.sort"):
         trace_graph(module.Model().eval(), module.get_inputs())
+
+
+@pytest.mark.parametrize("problem", ["conv2d_bn_relu_pool", "sum_middle_dim", "gemm_gelu_softmax"])
+def test_the_datasets_graph_problems_pass_the_harness(tmp_path, problem):
+    from support import ROOT, fast_options
+
+    from agentkern.harness.evaluate import evaluate
+    from agentkern.policies.builtin.recognize import analyze
+
+    path = ROOT / "kernels_dataset" / "problems" / f"{problem}.py"
+    spec = analyze(str(path), "cpu")
+    assert spec["family"] == "graph", spec["reason"]
+    solution = tmp_path / f"{problem}_graph.py"
+    solution.write_text(templates.render(spec, {"schedule": "static"}, "cpp"))
+    result = evaluate(problem, solution, "cpu", fast_options(second_shape="off"))
+    assert result.status == "ok" and result.correct, result.error
+    assert result.details["candidate_ops"] and not set(result.details["candidate_ops"]) & {"convolution", "mm", "sum"}
+
+
+SOFTMAX_THEN_POOL = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+
+    def forward(self, x):
+        return F.max_pool2d(torch.softmax(self.conv(x), dim=1), 2) + self.bias
+
+
+batch, channels, size = 64, 64, 64
+bias_shape = (channels, 1, 1)
+
+
+def get_inputs():
+    return [torch.randn(batch, channels, size, size)]
+
+
+def get_init_inputs():
+    return [channels]
+"""
+
+
+def test_a_kernel_reading_a_non_contiguous_intermediate_passes_the_harness_at_the_small_size(tmp_path):
+    """softmax over the channels leaves a view the pooling kernel must copy: the copy must outlive the call (a
+    temporary's memory went back to glibc, which wrote its bookkeeping into the first elements: 1 element wrong
+    in the harness, none in-process). And --size small keeps `bias_shape` consistent with the halved channels."""
+    from support import fast_options
+
+    from agentkern.harness.evaluate import evaluate
+    from agentkern.policies.builtin.recognize import analyze
+
+    problem = tmp_path / "softmax_then_pool.py"
+    problem.write_text(SOFTMAX_THEN_POOL)
+    spec = analyze(str(problem), "small")
+    assert spec["family"] == "graph", spec["reason"]
+    assert spec["input_shapes"][0][1] < 64  # halved
+    solution = tmp_path / "softmax_then_pool_graph.py"
+    solution.write_text(templates.render(spec, {}, "cpp"))
+    for _ in range(2):
+        result = evaluate(str(problem), solution, "cpu", fast_options(size="small", second_shape="off"))
+        assert result.status == "ok" and result.correct, result.error

@@ -34,6 +34,9 @@ def trace_graph(model, inputs: list) -> dict:
         return torch.func.functional_call(model, values, tuple(flat[len(paths) :]))
 
     # functionalize: in-place ops (clamp_min_ in cosine_similarity's decomposition) become out-of-place ones.
+    # A number among the inputs is traced as a 0-d tensor: the rendered forward gets the number itself, which
+    # its elementwise kernel takes as a 0-d operand (a Python float meets float32 as a float32 scalar).
+    inputs = [torch.tensor(x, dtype=torch.float32) if isinstance(x, float) else x for x in inputs]
     with torch.no_grad():
         gm = make_fx(torch.func.functionalize(forward), decomposition_table=core_aten_decompositions())(
             *named.values(), *inputs

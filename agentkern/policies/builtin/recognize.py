@@ -12,9 +12,11 @@ epilogue, param_paths, model_source, frontend, size, and eager_ops for a recogni
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 from pathlib import Path
 
+from agentkern.harness.second_shape import derived_statements
 from agentkern.helpers import one_line, parse_python
 from agentkern.policies.builtin.graph_trace import trace_graph
 from agentkern.policies.builtin.ir import MODULES, N, Unsupported, dtype_name, eager_kernels, lower
@@ -54,12 +56,13 @@ def analyze(problem_path: str, size: str | None = None) -> OpSpec:
         "frontend": None,
         "size": size if sized else None,
     }
-    if len(tensors) != len(inputs):
-        bad = next(type(a).__name__ for a in inputs if not isinstance(a, torch.Tensor))
-        spec["reason"] = f"forward takes a non-tensor input ({bad}): the templates take tensors only"
-        return spec
     reasons = []
-    for frontend, trace in (("fx", _fx_graph), ("dispatch", _dispatch_graph)):
+    frontends = (("fx", _fx_graph), ("dispatch", _dispatch_graph))
+    if len(tensors) != len(inputs):  # only the graph family takes a number as an input (a 0-d operand)
+        bad = next(type(a).__name__ for a in inputs if not isinstance(a, torch.Tensor))
+        reasons.append(f"forward takes a non-tensor input ({bad}): the templates take tensors only")
+        frontends = ()
+    for frontend, trace in frontends:
         try:
             out = trace(model, inputs)
             found = match(out)
@@ -277,8 +280,9 @@ def model_source(problem_path, new_name: str = "_Reference", overrides: dict | N
         needed.add(i)
         todo.extend(n.id for n in ast.walk(tree.body[i]) if isinstance(n, ast.Name))
     body = [stmt for i, stmt in enumerate(tree.body) if i in needed]
-    for name, value in (overrides or {}).items():
-        if owner.get(name) in needed:
-            body.extend(parse_python(f"{name} = {value!r}").body)
+    overridden = frozenset(name for name in overrides or {} if owner.get(name) in needed)
+    for name in overridden:
+        body.extend(parse_python(f"{name} = {overrides[name]!r}").body)
+    body.extend(copy.deepcopy(derived_statements(body[: len(body) - len(overridden)], overridden)))
     module = _Rename("Model", new_name).visit(ast.Module(body=body, type_ignores=[]))
     return ast.unparse(ast.fix_missing_locations(module))
