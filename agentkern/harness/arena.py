@@ -28,6 +28,24 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def described(desc: dict, key: str, expected: torch.Tensor | None):
+    """An output as a runner described it: (dtype, shape, location under `key`, bytes), or a meta tensor standing
+    for it when it is not what the reference returns (the comparison says how it differs; no memory is spent
+    on it). A description that is not plain data raises ValueError: the caller names the protocol breach."""
+    try:
+        dtype = DTYPES[str(desc["dtype"])]
+        shape = [int(d) for d in desc["shape"]]
+        where = int(desc[key])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError("an output it cannot have") from exc
+    if expected is not None and (list(expected.shape) != shape or expected.dtype != dtype):
+        return torch.empty(shape if all(d >= 0 for d in shape) and len(shape) < 16 else [0], dtype=dtype, device="meta")
+    numel = 1
+    for d in shape:
+        numel *= d
+    return dtype, shape, where, numel * torch.empty((), dtype=dtype).element_size()
+
+
 def _aligned(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from agentkern.harness.arena import ALIGN, DTYPES
+from agentkern.harness.arena import ALIGN, described
 from agentkern.harness.rejections import Rejected
 
 POISON = 0xFF
@@ -64,22 +64,15 @@ class DeviceOutputs:
 
     def read(self, desc: dict, expected: torch.Tensor | None) -> torch.Tensor:
         """An output the runner placed in the region, copied to the host."""
-        try:
-            dtype = DTYPES[str(desc["dtype"])]
-            shape = [int(d) for d in desc["shape"]]
-            offset = int(desc["device_offset"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise self._protocol("described an output it cannot have") from exc
         if desc.get("aliases_input") and self.role == "candidate":  # a reference may return a view
             raise Rejected("aliases_input", "its output shares memory with an input")
-        if expected is not None and (list(expected.shape) != shape or expected.dtype != dtype):
-            return torch.empty(
-                shape if all(d >= 0 for d in shape) and len(shape) < 16 else [0], dtype=dtype, device="meta"
-            )
-        numel = 1
-        for d in shape:
-            numel *= d
-        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        try:
+            got = described(desc, "device_offset", expected)
+        except ValueError as exc:
+            raise self._protocol("described an output it cannot have") from exc
+        if isinstance(got, torch.Tensor):
+            return got
+        dtype, shape, offset, nbytes = got
         if offset < 0 or offset % ALIGN or offset + nbytes > self.used:
             raise self._protocol("placed an output outside the region the judge gave it")
         return self.buffer.tensor[offset : offset + nbytes].cpu().view(dtype).view(shape)

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from agentkern.harness import confine
-from agentkern.harness.arena import DTYPES, Arena
+from agentkern.harness.arena import Arena, described
 from agentkern.harness.omp_env import runner_thread_env
 from agentkern.harness.rejections import Rejected
 
@@ -222,20 +222,12 @@ class RunnerProcess:
         if not self.frozen:
             raise RuntimeError("outputs are read only from a frozen runner")
         try:
-            dtype = DTYPES[str(desc["dtype"])]
-            shape = [int(d) for d in desc["shape"]]
-            addr = int(desc["addr"])
-        except (KeyError, TypeError, ValueError) as exc:
+            got = described(desc, "addr", expected)
+        except ValueError as exc:
             raise Rejected("protocol", f"the {self.role} runner described an output it cannot have") from exc
-        if expected is not None and (list(expected.shape) != shape or expected.dtype != dtype):
-            # Not what the reference returns: the comparison says how it differs; no memory is spent on it.
-            return torch.empty(
-                shape if all(d >= 0 for d in shape) and len(shape) < 16 else [0], dtype=dtype, device="meta"
-            )
-        numel = 1
-        for d in shape:
-            numel *= d
-        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        if isinstance(got, torch.Tensor):
+            return got
+        dtype, shape, addr, nbytes = got
         if nbytes == 0:
             return torch.empty(shape, dtype=dtype)
         if self.mem is None:

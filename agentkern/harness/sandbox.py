@@ -178,10 +178,7 @@ def run_worker(
     """Run one request in a fresh worker (or the pool's spare). `prefix` wraps the worker's command line
     (perf stat, ncu: agentkern/harness/counters.py); a wrapped run never uses the spare."""
     confined = confined_worker.applies(request)
-    request_path = _write_request(request, workdir, env, limits)
-    if confined:
-        request, env = confined_worker.prepare(json.loads(request_path.read_text()), workdir, env)
-        atomic_write_json(request_path, request)
+    request_path, env = _write_request(request, workdir, env, limits, confined)
     oom_before = oom_kill_counts()
     start = time.monotonic()
     warm = pool.take(env) if pool is not None and not prefix and not confined else None
@@ -232,7 +229,9 @@ def run_worker(
     )
 
 
-def _write_request(request: dict, workdir: Path, env: dict[str, str], limits: dict) -> Path:
+def _write_request(
+    request: dict, workdir: Path, env: dict[str, str], limits: dict, confined: bool = False
+) -> tuple[Path, dict[str, str]]:
     workdir.mkdir(parents=True, exist_ok=True)
     request = {
         **request,
@@ -242,9 +241,11 @@ def _write_request(request: dict, workdir: Path, env: dict[str, str], limits: di
         "env": {k: env[k] for k in PER_REQUEST_VARS if k in env},
         "cwd": str(workdir),
     }
+    if confined:  # a mode that runs candidate code in the worker: the request as its sandbox sees it
+        request, env = confined_worker.prepare(request, workdir, env)
     request_path = workdir / protocol.REQUEST
     atomic_write_json(request_path, request)
-    return request_path
+    return request_path, env
 
 
 def _watch(proc: subprocess.Popen, workdir: Path, limits: dict[str, float], rss: dict) -> tuple[str | None, str]:
