@@ -24,7 +24,7 @@ def shrink(problem, max_flops: float = CHECK_FLOPS, max_bytes: float = CHECK_BYT
     Also the `small` size of any problem (agentkern/sizes.py), with that size's budget."""
     from agentkern.harness.meta_work import meta_work
 
-    first = size_constants(problem)
+    first = size_constants(problem) | shape_constants(problem)
     chosen: dict[str, int] = {}
     current = dict(first)
     for _ in range(MAX_HALVINGS):
@@ -37,9 +37,29 @@ def shrink(problem, max_flops: float = CHECK_FLOPS, max_bytes: float = CHECK_BYT
             chosen = dict(current)
         if work["flops"] <= max_flops and work["bytes"] <= max_bytes:
             break
-        smaller = {k: (v // 2 if v >= SHRINKABLE else v) for k, v in current.items()}
+        smaller = {k: _halved(v) for k, v in current.items()}
         if smaller == current:
             break
         current = smaller
     set_constants(problem, chosen or first)
     return chosen
+
+
+def shape_constants(problem) -> dict[str, tuple]:
+    """Module tuples of ints that get_inputs or get_init_inputs read (KernelBench's `input_shape = (32768,)`):
+    halved with the ints, or a shape that must match a halved size (a loss's targets) would stop the halving."""
+    read: set[str] = set()
+    for name in ("get_inputs", "get_init_inputs"):
+        code = getattr(getattr(problem, name, None), "__code__", None)
+        read |= set(code.co_names) if code is not None else set()
+    return {
+        name: value
+        for name, value in vars(problem).items()
+        if name in read and isinstance(value, tuple) and value and all(type(v) is int for v in value)
+    }
+
+
+def _halved(value):
+    if isinstance(value, tuple):
+        return tuple(v // 2 if v >= SHRINKABLE else v for v in value)
+    return value // 2 if value >= SHRINKABLE else value
