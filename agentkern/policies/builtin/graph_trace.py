@@ -33,7 +33,8 @@ def trace_graph(model, inputs: list) -> dict:
         values = dict(zip(paths, flat[: len(paths)]))
         return torch.func.functional_call(model, values, tuple(flat[len(paths) :]))
 
-    # functionalize: in-place ops (clamp_min_ in cosine_similarity's decomposition) become out-of-place ones.
+    # functionalize: the forward's own in-place ops (x.relu_()) become out-of-place ones (those a decomposition
+    # emits are not seen by it: _op_name).
     # A number among the inputs is traced as a 0-d tensor: the rendered forward gets the number itself, which
     # its elementwise kernel takes as a 0-d operand (a Python float meets float32 as a float32 scalar).
     inputs = [torch.tensor(x, dtype=torch.float32) if isinstance(x, float) else x for x in inputs]
