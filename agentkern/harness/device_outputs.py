@@ -53,7 +53,8 @@ class DeviceOutputs:
         self.buffer.tensor[: self.used].fill_(POISON)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        return {"device_outputs": {"handle": self.buffer.spec["handle"], "size": self.used}}
+        # The runner maps the whole buffer once per handle and writes into its first `used` bytes.
+        return {"device_outputs": {**self.buffer.spec, "used": self.used}}
 
     def fence(self) -> None:
         """Inside the timed window, after the runner answered and was stopped."""

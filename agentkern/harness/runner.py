@@ -150,7 +150,9 @@ class Runner:
             self.device_buffers = OpenedBuffers()
         inputs = self.device_buffers.get("inputs", cmd["device_inputs"], self.device)
         outputs = cmd.get("device_outputs")
-        return inputs, (self.device_buffers.get("outputs", outputs, self.device) if outputs else None)
+        if not outputs:
+            return inputs, None
+        return inputs, self.device_buffers.get("outputs", outputs, self.device)[: int(outputs["used"])]
 
     def _calls(self, calls: list, mode, on_device=None) -> list:
         import torch
