@@ -27,7 +27,17 @@ TimingMode = Literal["offline", "server"]
 # What the built-in recogniser names a problem (OpSpec "family"): one template family each
 # (policies/builtin/templates.py), and the groups the cost model (targets/costmodel.py) prices alike.
 Family = Literal[
-    "softmax", "log_softmax", "layernorm", "rmsnorm", "reduce", "elementwise", "matmul", "linear", "bmm", "attention"
+    "softmax",
+    "log_softmax",
+    "layernorm",
+    "rmsnorm",
+    "reduce",
+    "elementwise",
+    "matmul",
+    "linear",
+    "bmm",
+    "attention",
+    "graph",  # the whole traced graph, op by op (policies/builtin/graph_trace.py); C++ only, no cost model
 ]
 FAMILIES: tuple[Family, ...] = get_args(Family)
 GEMM_FAMILIES: tuple[Family, ...] = ("matmul", "linear", "bmm")
