@@ -46,7 +46,8 @@ def described(desc: dict, key: str, expected: torch.Tensor | None):
     return dtype, shape, where, numel * torch.empty((), dtype=dtype).element_size()
 
 
-def _aligned(n: int) -> int:
+def aligned(n: int) -> int:
+    """`n` bytes rounded up to a whole number of ALIGN-byte slots."""
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
@@ -57,19 +58,20 @@ class Arena:
         self.fd = os.memfd_create(name)  # close-on-exec: a runner gets it only through pass_fds
         self.size = 0
         self.map: mmap.mmap | None = None
-        self.device: torch.device | None = None
-        self.on_device = None  # cuda_ipc.DeviceBuffer: the inputs' copy a runner on a GPU reads
-        self.retired: list = []  # device buffers the runner may still map until its next answer
+        self.on_device = None  # cuda_ipc.GrowingBuffer: the inputs' copy a runner on a GPU reads
 
     def use_device(self, device: torch.device) -> None:
         """Mirror the inputs on this GPU from the next write on."""
-        self.device = device if device.type == "cuda" else None
+        if device.type == "cuda" and self.on_device is None:
+            from agentkern.harness.cuda_ipc import GrowingBuffer
+
+            self.on_device = GrowingBuffer(device)
 
     def reserve(self, nbytes: int) -> None:
         """Make the file at least `nbytes` long (a runner remaps when told the new size)."""
         if nbytes <= self.size:
             return
-        size = max(_aligned(nbytes), 1 << 20)
+        size = max(aligned(nbytes), 1 << 20)
         # The old mapping is dropped, not closed: views of it may still be alive, and die with it.
         os.ftruncate(self.fd, size)
         self.map = mmap.mmap(self.fd, size)
@@ -86,7 +88,7 @@ class Arena:
                     call.append(
                         {"offset": offset, "dtype": dtype_name(x.dtype), "shape": list(x.shape), "nbytes": nbytes}
                     )
-                    offset += _aligned(max(nbytes, 1))
+                    offset += aligned(max(nbytes, 1))
                 else:
                     call.append({"value": x})
             specs.append(call)
@@ -100,34 +102,25 @@ class Arena:
             for x, spec in zip(args, call):
                 if "offset" in spec and spec["nbytes"]:
                     self.view(spec).copy_(x.detach().cpu().contiguous().view(-1).view(torch.uint8))
-        if self.device is not None and total:
-            self._mirror(total)
+        if self.on_device is not None and total:
+            mirror = self.on_device.ensure(aligned(total))
+            mirror.tensor[:total].copy_(torch.frombuffer(self.map, dtype=torch.uint8, count=total))
+            torch.cuda.synchronize(self.on_device.device)
         return specs
-
-    def _mirror(self, total: int) -> None:
-        from agentkern.harness.cuda_ipc import DeviceBuffer
-
-        if self.on_device is None or self.on_device.nbytes < total:
-            if self.on_device is not None:
-                self.retired.append(self.on_device)
-            self.on_device = DeviceBuffer(max(_aligned(total), 1 << 20), self.device)
-        self.on_device.tensor[:total].copy_(torch.frombuffer(self.map, dtype=torch.uint8, count=total))
-        torch.cuda.synchronize(self.device)
 
     def device_spec(self) -> dict | None:
         """The IPC handle of the inputs' device copy, for a block's command (None off the GPU)."""
-        return None if self.device is None or self.on_device is None else self.on_device.spec
+        return None if self.on_device is None or self.on_device.buffer is None else self.on_device.buffer.spec
 
     def release_retired(self) -> None:
         """Free the device buffers the runner has stopped mapping (it answered a command naming the new one)."""
-        for buffer in self.retired:
-            buffer.close()
-        self.retired = []
+        if self.on_device is not None:
+            self.on_device.release_retired()
 
     def current(self, spec: dict) -> torch.Tensor:
         """The spec's bytes as the runner left them: the device copy on a GPU (what it reads), else the file."""
-        if self.on_device is not None:
-            return self.on_device.tensor[spec["offset"] : spec["offset"] + spec["nbytes"]].cpu()
+        if self.on_device is not None and self.on_device.buffer is not None:
+            return self.on_device.buffer.tensor[spec["offset"] : spec["offset"] + spec["nbytes"]].cpu()
         return self.view(spec)
 
     def view(self, spec: dict) -> torch.Tensor:
@@ -136,10 +129,9 @@ class Arena:
 
     def close(self) -> None:
         self.map = None
-        for buffer in [*self.retired, self.on_device]:
-            if buffer is not None:
-                buffer.close()
-        self.retired, self.on_device = [], None
+        if self.on_device is not None:
+            self.on_device.close()
+            self.on_device = None
         os.close(self.fd)
 
 
@@ -156,11 +148,15 @@ class Mapping:
             self.map = mmap.mmap(self.fd, size)
             self.size = size
 
-    def tensor(self, spec: dict) -> torch.Tensor:
+    def tensor(self, spec: dict, on_device: torch.Tensor | None = None) -> torch.Tensor:
+        """The spec's tensor: a view of the file, or of the judge's device copy when given (on a GPU)."""
         dtype = DTYPES[spec["dtype"]]
         if not spec["nbytes"]:
-            return torch.empty(spec["shape"], dtype=dtype)
-        raw = torch.frombuffer(self.map, dtype=torch.uint8, count=spec["nbytes"], offset=spec["offset"])
+            return torch.empty(spec["shape"], dtype=dtype, device=on_device.device if on_device is not None else None)
+        if on_device is not None:
+            raw = on_device[spec["offset"] : spec["offset"] + spec["nbytes"]]
+        else:
+            raw = torch.frombuffer(self.map, dtype=torch.uint8, count=spec["nbytes"], offset=spec["offset"])
         return raw.view(dtype).view(spec["shape"])
 
     def args(self, call: list, on_device: torch.Tensor | None = None) -> list:
@@ -168,14 +164,8 @@ class Mapping:
         return [self._arg(spec, on_device) for spec in call]
 
     def _arg(self, spec: dict, on_device: torch.Tensor | None = None):
-        if "offset" in spec and on_device is not None:
-            dtype = DTYPES[spec["dtype"]]
-            if not spec["nbytes"]:
-                return torch.empty(spec["shape"], dtype=dtype, device=on_device.device)
-            raw = on_device[spec["offset"] : spec["offset"] + spec["nbytes"]]
-            return raw.view(dtype).view(spec["shape"])
         if "offset" in spec:
-            return self.tensor(spec)
+            return self.tensor(spec, on_device)
         if spec.get("empty"):  # a shape only (gpu_plan.py): memory of its own, never written or read by the judge
             return torch.empty(spec["shape"], dtype=DTYPES[spec["dtype"]])
         return spec["value"]

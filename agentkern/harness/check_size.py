@@ -11,7 +11,7 @@ prediction is made at the gpu size all the same (gpu_plan.py).
 
 from __future__ import annotations
 
-from agentkern.harness.second_shape import set_constants, size_constants
+from agentkern.harness.second_shape import read_by_inputs, set_constants, size_constants
 
 CHECK_FLOPS = 5e7
 CHECK_BYTES = 2 * 2**20
@@ -48,10 +48,7 @@ def shrink(problem, max_flops: float = CHECK_FLOPS, max_bytes: float = CHECK_BYT
 def shape_constants(problem) -> dict[str, tuple]:
     """Module tuples of ints that get_inputs or get_init_inputs read (KernelBench's `input_shape = (32768,)`):
     halved with the ints, or a shape that must match a halved size (a loss's targets) would stop the halving."""
-    read: set[str] = set()
-    for name in ("get_inputs", "get_init_inputs"):
-        code = getattr(getattr(problem, name, None), "__code__", None)
-        read |= set(code.co_names) if code is not None else set()
+    read = read_by_inputs(problem)
     return {
         name: value
         for name, value in vars(problem).items()

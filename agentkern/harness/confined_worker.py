@@ -50,10 +50,6 @@ def prepare(request: dict, workdir: Path, env: dict[str, str]) -> tuple[dict, di
     return request, env
 
 
-def command(argv: list[str], workdir: Path) -> list[str]:
-    return confine.command(argv, workdir)
-
-
 def inside_path(path: Path, workdir: Path) -> str:
     """A path under `workdir` as the confined worker sees it."""
     return str(confine.inside(workdir.resolve()) / path.resolve().relative_to(workdir.resolve()))

@@ -13,6 +13,7 @@ Machines that do not expose counters (most VMs say `<not supported>` to perf) ge
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import io
@@ -203,6 +204,7 @@ def collect(
     """Counters for a kernel that passed the harness: {"available": True, "tool", "values", ...} or
     {"available": False, "why": ...}. Never raises for the machine's shortcomings."""
     from agentkern.harness import confined_worker, jobs
+    from agentkern.harness.device_lock import timing_lock
 
     reason = ncu_unavailable_reason() if device == "cuda" else perf_unavailable_reason()
     if reason:
@@ -220,16 +222,10 @@ def collect(
         **extra,
     }
     limits = {"compile_timeout_s": timeout_s, "run_timeout_s": timeout_s, "memory_limit_gb": 8.0}
-    if confined_worker.applies(request):
-        # A confined worker cannot reach the lock folder: this process holds the device for it.
-        from agentkern.harness.device_lock import timing_lock
-
-        with timing_lock(device):
-            outcome = jobs.run_job(
-                {**request, "timing_lock_held": True}, workdir, env, job_limits=limits, prefix=prefix
-            )
-        outcome = outcome.outcome
-    else:
+    # A confined worker cannot reach the lock folder: this process holds the device for it.
+    held = confined_worker.applies(request)
+    with timing_lock(device) if held else contextlib.nullcontext():
+        request["timing_lock_held"] = held
         outcome = jobs.run_job(request, workdir, env, job_limits=limits, prefix=prefix).outcome
     if outcome.result is None or outcome.result.get("status") != "ok":
         error = (outcome.result or {}).get("error") or (outcome.log or "").strip()[-300:]

@@ -82,6 +82,35 @@ class DeviceBuffer:
             self.ptr = ctypes.c_uint64(0)
 
 
+class GrowingBuffer:
+    """The judge's buffer for one side's inputs or outputs: replaced by a larger one when a block needs more
+    (at least 1 MiB; callers ask for whole ALIGN-byte slots). A replaced buffer is freed only by release_retired, once the runner has
+    answered the command that named the new handle (it unmaps the old one on reading that command)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.buffer: DeviceBuffer | None = None
+        self.retired: list[DeviceBuffer] = []
+
+    def ensure(self, nbytes: int) -> DeviceBuffer:
+        if self.buffer is None or self.buffer.nbytes < nbytes:
+            if self.buffer is not None:
+                self.retired.append(self.buffer)
+            self.buffer = DeviceBuffer(max(nbytes, 1 << 20), self.device)
+        return self.buffer
+
+    def release_retired(self) -> None:
+        for buffer in self.retired:
+            buffer.close()
+        self.retired = []
+
+    def close(self) -> None:
+        self.release_retired()
+        if self.buffer is not None:
+            self.buffer.close()
+            self.buffer = None
+
+
 class OpenedBuffers:
     """The runner's side: the judge's buffers mapped, one per handle; an old one is unmapped when the judge
     sends a new handle in its place (the judge frees the old buffer only after that block's answer)."""

@@ -12,44 +12,39 @@ from __future__ import annotations
 
 import torch
 
-from agentkern.harness.arena import ALIGN, described
+from agentkern.harness.arena import ALIGN, aligned, described
 from agentkern.harness.rejections import Rejected
 
 POISON = 0xFF
-
-
-def _aligned(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
 def region_bytes(expected: list[list[torch.Tensor]] | None) -> int:
     """The bytes a block's outputs take in the region, laid out as the runner lays them (runner._to_region)."""
     if not expected:
         return 0
-    return sum(_aligned(t.numel() * t.element_size()) for outs in expected for t in outs if t.numel())
+    return sum(aligned(t.numel() * t.element_size()) for outs in expected for t in outs if t.numel())
 
 
 class DeviceOutputs:
     def __init__(self, role: str, device: torch.device, protocol) -> None:
         self.role, self.device = role, device
         self._protocol = protocol  # what says "the runner broke the protocol" for its side (sides.Side)
-        self.buffer = None  # cuda_ipc.DeviceBuffer
-        self.retired: list = []
+        self.region = None  # cuda_ipc.GrowingBuffer, made at the first block that has outputs to place
+        self.buffer = None  # its current DeviceBuffer
         self.used = 0
         self.sum_at_stop: int | None = None
 
     def plan(self, expected: list[list[torch.Tensor]] | None) -> dict:
         """The block command's field for the region (empty when the outputs' sizes are not known yet: the
         reference's trials, whose outputs the runner then describes for a read from its memory)."""
-        from agentkern.harness.cuda_ipc import DeviceBuffer
+        from agentkern.harness.cuda_ipc import GrowingBuffer
 
         self.used, self.sum_at_stop = region_bytes(expected), None
         if not self.used:
             return {}
-        if self.buffer is None or self.buffer.nbytes < self.used:
-            if self.buffer is not None:
-                self.retired.append(self.buffer)
-            self.buffer = DeviceBuffer(max(self.used, 1 << 20), self.device)
+        if self.region is None:
+            self.region = GrowingBuffer(self.device)
+        self.buffer = self.region.ensure(self.used)
         self.buffer.tensor[: self.used].fill_(POISON)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -88,12 +83,10 @@ class DeviceOutputs:
             raise self._protocol("changed its outputs after it answered")
 
     def release_retired(self) -> None:
-        for buffer in self.retired:
-            buffer.close()
-        self.retired = []
+        if self.region is not None:
+            self.region.release_retired()
 
     def close(self) -> None:
-        for buffer in [*self.retired, self.buffer]:
-            if buffer is not None:
-                buffer.close()
-        self.retired, self.buffer = [], None
+        if self.region is not None:
+            self.region.close()
+        self.region = self.buffer = None

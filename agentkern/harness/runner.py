@@ -180,7 +180,7 @@ class Runner:
     def _to_region(self, outputs: list) -> list:
         """Copy each GPU output into the judge's output region, in order, 64-byte aligned; an output that is not
         on this GPU or does not fit stays as it is (described for the judge to read from this process)."""
-        from agentkern.harness.arena import ALIGN
+        from agentkern.harness.arena import aligned
 
         region, offset, placed = self.outputs_region, 0, []
         for outs in outputs:
@@ -192,7 +192,7 @@ class Runner:
                     continue
                 region[offset : offset + nbytes].copy_(t.detach().contiguous().view(-1).view(region.dtype))
                 row.append((offset, t))
-                offset += (nbytes + ALIGN - 1) // ALIGN * ALIGN
+                offset += aligned(nbytes)  # as device_outputs.region_bytes lays them out
             placed.append(row)
         return placed
 

@@ -18,15 +18,20 @@ import types
 SECOND_SHAPE_TRIALS = 2
 
 
+def read_by_inputs(problem: types.ModuleType) -> set[str]:
+    """The global names get_inputs and get_init_inputs read."""
+    read: set[str] = set()
+    for name in ("get_inputs", "get_init_inputs"):
+        code = getattr(getattr(problem, name, None), "__code__", None)
+        if code is not None:
+            read |= set(code.co_names)
+    return read
+
+
 def size_constants(problem: types.ModuleType) -> dict[str, int]:
     """The problem's size constants: module ints >= 2 (KernelBench's `batch_size`, `dim`; `N`) read by get_inputs
     or get_init_inputs."""
-    read: set[str] = set()
-    for name in ("get_inputs", "get_init_inputs"):
-        fn = getattr(problem, name, None)
-        code = getattr(fn, "__code__", None)
-        if code is not None:
-            read |= set(code.co_names)
+    read = read_by_inputs(problem)
     return {
         name: value
         for name, value in vars(problem).items()
@@ -43,6 +48,8 @@ def set_constants(problem: types.ModuleType, values: dict[str, int]) -> None:
     (KernelBench's `bias_shape = (out_channels, 1, 1)`), so that the problem stays consistent."""
     for name, value in values.items():
         setattr(problem, name, value)
+    if not values:
+        return
     for statement in _derived(problem, frozenset(values)):
         exec(statement, vars(problem))  # the problem's own code (trusted: it defines the reference)
 

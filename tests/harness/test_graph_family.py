@@ -6,6 +6,7 @@ them in the sandbox: tests/harness/test_builtin.py)."""
 
 import importlib.util
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -200,18 +201,25 @@ def test_an_op_without_a_kernel_is_named(tmp_path):
         trace_graph(module.Model().eval(), module.get_inputs())
 
 
+def _graph_solution(problem_path, size, params, tmp_path):
+    """(the recogniser's spec, the graph family's rendered file) for a problem file at `size`."""
+    from agentkern.policies.builtin.recognize import analyze
+
+    spec = analyze(str(problem_path), size)
+    assert spec["family"] == "graph", spec["reason"]
+    solution = tmp_path / f"{Path(problem_path).stem}_graph.py"
+    solution.write_text(templates.render(spec, params, "cpp"))
+    return spec, solution
+
+
 @pytest.mark.parametrize("problem", ["conv2d_bn_relu_pool", "sum_middle_dim", "gemm_gelu_softmax"])
 def test_the_datasets_graph_problems_pass_the_harness(tmp_path, problem):
     from support import ROOT, fast_options
 
     from agentkern.harness.evaluate import evaluate
-    from agentkern.policies.builtin.recognize import analyze
 
     path = ROOT / "kernels_dataset" / "problems" / f"{problem}.py"
-    spec = analyze(str(path), "cpu")
-    assert spec["family"] == "graph", spec["reason"]
-    solution = tmp_path / f"{problem}_graph.py"
-    solution.write_text(templates.render(spec, {"schedule": "static"}, "cpp"))
+    _, solution = _graph_solution(path, "cpu", {"schedule": "static"}, tmp_path)
     result = evaluate(problem, solution, "cpu", fast_options(second_shape="off"))
     assert result.status == "ok" and result.correct, result.error
     assert result.details["candidate_ops"] and not set(result.details["candidate_ops"]) & {"convolution", "mm", "sum"}
@@ -253,15 +261,11 @@ def test_a_kernel_reading_a_non_contiguous_intermediate_passes_the_harness_at_th
     from support import fast_options
 
     from agentkern.harness.evaluate import evaluate
-    from agentkern.policies.builtin.recognize import analyze
 
     problem = tmp_path / "softmax_then_pool.py"
     problem.write_text(SOFTMAX_THEN_POOL)
-    spec = analyze(str(problem), "small")
-    assert spec["family"] == "graph", spec["reason"]
+    spec, solution = _graph_solution(problem, "small", {}, tmp_path)
     assert spec["input_shapes"][0][1] < 64  # halved
-    solution = tmp_path / "softmax_then_pool_graph.py"
-    solution.write_text(templates.render(spec, {}, "cpp"))
     for _ in range(2):
         result = evaluate(str(problem), solution, "cpu", fast_options(size="small", second_shape="off"))
         assert result.status == "ok" and result.correct, result.error

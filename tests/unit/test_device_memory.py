@@ -19,10 +19,11 @@ def _protocol(what):
 def _region(role="candidate", nbytes=4096):
     """A DeviceOutputs over host memory: the same logic as on a GPU, without the IPC buffer."""
     outs = DeviceOutputs(role, torch.device("cpu"), _protocol)
-    buffer = torch.zeros(nbytes, dtype=torch.uint8)
-    outs.buffer = SimpleNamespace(
-        tensor=buffer, nbytes=nbytes, spec={"handle": "h", "size": nbytes}, close=lambda: None
+    buffer = SimpleNamespace(
+        tensor=torch.zeros(nbytes, dtype=torch.uint8), nbytes=nbytes, spec={"handle": "h", "size": nbytes}
     )
+    outs.region = SimpleNamespace(ensure=lambda n: buffer, release_retired=lambda: None, close=lambda: None)
+    outs.buffer = buffer
     return outs
 
 
