@@ -118,6 +118,55 @@ CPP_SOURCES = {
         def get_init_inputs():
             return []
         """,
+    # Matrix-vector products (M or N is 1): the GEMM template's bandwidth-bound path, each of its two forms.
+    "matvec_t_relu": """
+        class Model(nn.Module):
+            def forward(self, a, x):
+                return torch.relu(torch.matmul(a.T, x))
+
+        def get_inputs():
+            return [torch.randn(301, 203), torch.randn(301, 1)]
+
+        def get_init_inputs():
+            return []
+        """,
+    "matvec_long_k": """
+        class Model(nn.Module):
+            def forward(self, a, x):
+                return torch.matmul(a, x)
+
+        def get_inputs():
+            return [torch.randn(6, 5003) / 70, torch.randn(5003, 1)]
+
+        def get_init_inputs():
+            return []
+        """,
+    "linear_one_row": """
+        class Model(nn.Module):
+            def __init__(self, fin, fout):
+                super().__init__()
+                self.fc = nn.Linear(fin, fout)
+
+            def forward(self, x):
+                return torch.tanh(self.fc(x))
+
+        def get_inputs():
+            return [torch.randn(1, 517)]
+
+        def get_init_inputs():
+            return [517, 131]
+        """,
+    "bmv": """
+        class Model(nn.Module):
+            def forward(self, a, b):
+                return torch.bmm(a, b) * 0.5
+
+        def get_inputs():
+            return [torch.randn(5, 1, 130), torch.randn(5, 130, 4099)]
+
+        def get_init_inputs():
+            return []
+        """,
     "bmm_relu": """
         class Model(nn.Module):
             def forward(self, a, b):

@@ -115,6 +115,13 @@ def _cpu_facts() -> dict[str, Any]:
     }
 
 
+def cpu_description() -> str:
+    """One line naming this CPU for recorded figures: model, cores, vector width, caches."""
+    f = _cpu_facts()
+    isa = {512: "AVX-512", 256: "AVX2"}.get(f["simd_bits"], f"{f['simd_bits']}-bit SIMD")
+    return f"{f['model']}, {f['cores']} cores, {isa}, L2 {f['l2_kb']:.0f} KiB/core, L3 {f['l3_kb'] / 1024:.0f} MiB"
+
+
 def _copy_pair(nbytes: int):  # -> (src, dst), numpy views of one buffer
     """Source and destination half a page apart: glibc's `rep movsb` copy runs ~10x slower on some x86 CPUs when
     dst - src is just above a multiple of 4 KiB, which would measure libc rather than the memory."""
