@@ -105,6 +105,12 @@ CASES = [
         "F.hardsigmoid(x) + F.selu(x) + F.softplus(x) + F.softsign(x) + F.elu(x) + F.hardtanh(x)",
         "[torch.randn(7, 9)]",
     ),
+    (  # float32 sum/mean/max/min over adjacent dims: read in place (the middle, the last, the first, all)
+        "reductions_in_place",
+        "pass",
+        "torch.amax(x, dim=(1, 2)) + x.mean(-1).sum(-1) + torch.amin(x, 0).sum(-1)[:5] + x.sum(1).mean(-1) + x.sum()",
+        "[torch.randn(5, 33, 70)]",
+    ),
     ("bmm", "pass", "torch.bmm(x, y)", "[torch.randn(3, 4, 5), torch.randn(3, 5, 6)]"),
     ("matvec", "pass", "torch.matmul(x, y)", "[torch.randn(7, 9), torch.randn(9, 1)]"),
 ]
