@@ -32,3 +32,55 @@ def test_compile_error_carries_the_diagnostics(tmp_path, monkeypatch):
     with pytest.raises(native.CompileError, match="error"):
         native.compile_cpp('extern "C" int f() { return undefined_name; }', name="broken")
     assert not list(tmp_path.rglob("*.so"))  # a failed build leaves nothing to be loaded later
+
+
+OP_SRC = r"""
+#include <cstdint>
+extern "C" int twice(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = 2 * x[i]; return 0; }
+#ifdef AK_NS
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+#define AK_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
+#define AK_LIBRARY_IMPL(ns, k, m) TORCH_LIBRARY_IMPL(ns, k, m)
+static at::Tensor ak_launch(const at::Tensor& x_in) {
+    TORCH_CHECK_TYPE(x_in.scalar_type() == at::kFloat, "float32 only, got ", x_in.scalar_type());
+    const at::Tensor x = x_in.contiguous();
+    at::Tensor y = at::empty(x.sizes(), x.options());
+    twice(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    return y;
+}
+AK_LIBRARY(AK_NS, m) { m.def("twice(Tensor x) -> Tensor"); }
+AK_LIBRARY_IMPL(AK_NS, CPU, m) { m.impl("twice", ak_launch); }
+#endif
+"""
+
+
+@pytest.mark.skipif(native.torch_build_flags() is None, reason="this torch ships no C++ headers")
+def test_a_source_with_a_torch_op_is_built_against_torch_and_registers_it(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("AGENTKERN_CPP_CACHE", str(tmp_path))
+    lib, ops = native.compile_with_ops(OP_SRC, name="twice")
+    assert ops is not None
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3).t()  # not contiguous: the op copies it first
+    assert torch.equal(ops.twice(x), 2 * x)
+    with pytest.raises(TypeError, match="float32 only"):
+        ops.twice(x.double())
+    assert lib.twice is not None  # the ctypes entry point is in the same library
+    # One namespace per source: a changed kernel (another candidate) registers beside it, not over it.
+    other = OP_SRC.replace("2 * x[i]", "3 * x[i]")
+    assert native.op_namespace(other) != native.op_namespace(OP_SRC)
+    _, other_ops = native.compile_with_ops(other, name="twice")
+    assert torch.equal(other_ops.twice(x), 3 * x) and torch.equal(ops.twice(x), 2 * x)
+
+
+def test_without_torch_ops_the_plain_library_is_built(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTKERN_CPP_CACHE", str(tmp_path))
+    monkeypatch.setenv("AGENTKERN_NO_TORCH_OPS", "1")
+    lib, ops = native.compile_with_ops(OP_SRC, name="twice_plain")
+    assert ops is None
+    x = (ctypes.c_float * 3)(1, 2, 3)
+    y = (ctypes.c_float * 3)()
+    assert lib.twice(x, y, ctypes.c_int64(3)) == 0 and list(y) == [2, 4, 6]

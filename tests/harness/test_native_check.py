@@ -30,6 +30,29 @@ def build(tmp_path, name, source):
     return str(lib)
 
 
+def test_a_torch_op_launcher_that_only_allocates_passes_and_one_that_calls_mm_is_refused(tmp_path):
+    """The C++ launchers of the built-in templates (torch custom ops, agentkern/native.py) allocate with ATen;
+    a candidate's op could compute with it instead, hidden from the dispatch mode inside its own kernel."""
+    from agentkern import native
+
+    flags = native.torch_build_flags()
+    if flags is None:
+        pytest.skip("this torch ships no C++ headers")
+    head = "#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n#include <ATen/core/Tensor.h>\n"
+    honest = head + "#include <ATen/ops/empty.h>\nat::Tensor f(const at::Tensor& x) { return at::empty(x.sizes(), x.options()); }\n"
+    cheat = head + "#include <ATen/ops/mm.h>\nat::Tensor f(const at::Tensor& a) { return at::mm(a, a); }\n"
+    libs = {}
+    for name, source in (("honest_op", honest), ("cheat_op", cheat)):
+        src = tmp_path / f"{name}.cpp"
+        src.write_text(source)
+        libs[name] = str(tmp_path / f"lib{name}.so")
+        cmd = ["g++", "-std=c++17", "-shared", "-fPIC", *flags[0], str(src), *flags[1], "-o", libs[name]]
+        subprocess.run(cmd, check=True, capture_output=True)
+    check_libraries({libs["honest_op"]})
+    with pytest.raises(Rejected, match="ATen's mm op"):
+        check_libraries({libs["cheat_op"]})
+
+
 def test_an_honest_kernel_passes(tmp_path):
     check_libraries({build(tmp_path, "honest", HONEST)})
 
