@@ -111,6 +111,18 @@ CASES = [
         "torch.amax(x, dim=(1, 2)) + x.mean(-1).sum(-1) + torch.amin(x, 0).sum(-1)[:5] + x.sum(1).mean(-1) + x.sum()",
         "[torch.randn(5, 33, 70)]",
     ),
+    (  # max pooling's windows cut by padding and spread by dilation, and its indices (the first largest)
+        "max_pool_padded_dilated_indices",
+        "pass",
+        "F.max_pool2d(x, 3, 2, 1, return_indices=True)[1].float()[..., :4, :4] + F.max_pool2d(x, 2, 1, 0, 2)[..., :4, :4]",
+        "[torch.randn(2, 3, 9, 9)]",
+    ),
+    (
+        "conv_grouped_strided",
+        "self.c = nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2)",
+        "self.c(x)",
+        "[torch.randn(2, 4, 11, 9)]",
+    ),
     ("bmm", "pass", "torch.bmm(x, y)", "[torch.randn(3, 4, 5), torch.randn(3, 5, 6)]"),
     ("matvec", "pass", "torch.matmul(x, y)", "[torch.randn(7, 9), torch.randn(9, 1)]"),
 ]

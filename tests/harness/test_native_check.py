@@ -39,7 +39,10 @@ def test_a_torch_op_launcher_that_only_allocates_passes_and_one_that_calls_mm_is
     if flags is None:
         pytest.skip("this torch ships no C++ headers")
     head = "#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n#include <ATen/core/Tensor.h>\n"
-    honest = head + "#include <ATen/ops/empty.h>\nat::Tensor f(const at::Tensor& x) { return at::empty(x.sizes(), x.options()); }\n"
+    honest = (
+        head
+        + "#include <ATen/ops/empty.h>\nat::Tensor f(const at::Tensor& x) { return at::empty(x.sizes(), x.options()); }\n"
+    )
     cheat = head + "#include <ATen/ops/mm.h>\nat::Tensor f(const at::Tensor& a) { return at::mm(a, a); }\n"
     libs = {}
     for name, source in (("honest_op", honest), ("cheat_op", cheat)):

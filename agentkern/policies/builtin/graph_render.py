@@ -80,6 +80,8 @@ def line(node: dict) -> str | None:
 def kernel_groups(plan: dict) -> list[str]:
     groups = {"ew"} if any(n["op"] in EW_OPS for n in plan["nodes"]) else set()
     groups |= {HELPERS[n["op"]][1] for n in plan["nodes"] if n["op"] in HELPERS and HELPERS[n["op"]][1]}
+    if "conv" in groups:
+        groups.add("gemm")  # convolutions run as GEMMs of their input patches (kernels.cpp.j2)
     return sorted(groups)
 
 
