@@ -182,6 +182,10 @@ def add_from_run(kb, run_id: str) -> dict:
         "params": json.loads(best["params"]) if best.get("params") else {},
         "measured": time.strftime("%Y-%m-%d", time.localtime(best["ts"] or time.time())),
     }
+    if target == "cpu":  # tuned for this CPU (its ISA, its caches): seeds runs on the same model only
+        from agentkern.targets.host import cpu_model
+
+        front["host"] = cpu_model()
     times = (
         f" ({best['kernel_ms']:.4g} ms vs {best['reference_ms']:.4g} ms)"
         if best["kernel_ms"] and best["reference_ms"]
@@ -209,9 +213,15 @@ def add_from_run(kb, run_id: str) -> dict:
 
 def _run_exemplars(op: str, target: str, backend: str, root: Path | None = None) -> list[tuple[float, dict, Path]]:
     """(speedup, front matter, path) of every measured run exemplar (`kb add --from-run`) for this op, target
-    and backend. Reads the exemplar files' front matter directly, so a run never has to open chromadb."""
+    and backend (on the CPU target: recorded on this CPU model, or before models were recorded). Reads the
+    exemplar files' front matter directly, so a run never has to open chromadb."""
     folder = (root or home() / "kb") / "exemplars"
     wanted = (op, target, (backend,))
+    here = None
+    if target == "cpu":  # a CPU kernel's parameters were tuned for the CPU it ran on: same model only
+        from agentkern.targets.host import cpu_model
+
+        here = cpu_model()
     found = []
     for path in sorted(folder.glob("run-*.md")) if folder.is_dir() else []:
         text = path.read_text(errors="replace")
@@ -222,7 +232,8 @@ def _run_exemplars(op: str, target: str, backend: str, root: Path | None = None)
         except yaml.YAMLError:
             continue
         mine = (front.get("op"), front.get("target"), tuple(front.get("backends") or ()))
-        if mine == wanted and not front.get("predicted"):
+        other_cpu = here is not None and front.get("host") not in (None, here)
+        if mine == wanted and not front.get("predicted") and not other_cpu:
             found.append((float(front.get("speedup") or 0), front, path))
     return found
 

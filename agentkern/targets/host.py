@@ -115,11 +115,18 @@ def _cpu_facts() -> dict[str, Any]:
     }
 
 
-def cpu_description() -> str:
-    """One line naming this CPU for recorded figures: model, cores, vector width, caches."""
+def cpu_model() -> str:
+    """This CPU's model and vector width, e.g. `AMD EPYC (AVX-512)`: what a kernel tuned here was tuned for
+    (a run's best parameters seed the next run only on the same model: kb/ingest.py)."""
     f = _cpu_facts()
     isa = {512: "AVX-512", 256: "AVX2"}.get(f["simd_bits"], f"{f['simd_bits']}-bit SIMD")
-    return f"{f['model']}, {f['cores']} cores, {isa}, L2 {f['l2_kb']:.0f} KiB/core, L3 {f['l3_kb'] / 1024:.0f} MiB"
+    return f"{f['model']} ({isa})"
+
+
+def cpu_description() -> str:
+    """One line naming this CPU for recorded figures: model, vector width, cores, caches."""
+    f = _cpu_facts()
+    return f"{cpu_model()}, {f['cores']} cores, L2 {f['l2_kb']:.0f} KiB/core, L3 {f['l3_kb'] / 1024:.0f} MiB"
 
 
 def _copy_pair(nbytes: int):  # -> (src, dst), numpy views of one buffer

@@ -75,6 +75,7 @@ def test_kb_add_from_run_makes_the_best_kernel_the_first_exemplar_for_that_targe
     assert added["id"] == f"run-{run_id}" and added["target"] == "cpu"
     text = Path(added["path"]).read_text()
     assert f"speedup: {round(result['best']['speedup'], 4)}" in text and "hardware:" in text and "ModelNew" in text
+    assert "\nhost: " in text  # the CPU model it was tuned on: it seeds runs on that model only
     problem = load_problem("relu")
     docs = Retriever()(problem.source, get_target("cpu"), "cpp", name="relu")
     exemplar = [d for d in docs if d["kind"] == "exemplar"][0]

@@ -250,3 +250,23 @@ def test_recall_at_3_on_the_evaluation_set(tmp_path, embedding):
     recall, misses = recall_at(3, embedding, tmp_path / "kb")
     print(f"recall@3 ({embedding}) = {recall:.3f} over {len(questions)} questions")
     assert recall >= 0.9, "\n".join(misses)
+
+
+def test_a_cpu_runs_parameters_seed_the_next_run_on_the_same_cpu_model_only(tmp_path):
+    """`kb add --from-run` records the CPU model of a CPU run (its parameters were tuned for that ISA and those
+    caches); the built-in policy starts from the fastest exemplar recorded here, or before models were recorded."""
+    from agentkern.kb.ingest import best_run_params, write_exemplar
+    from agentkern.targets.host import cpu_model
+
+    def exemplar(name, speedup, host):
+        front = {"op": "relu", "target": "cpu", "backends": ["cpp"], "speedup": speedup, "params": {"chunk": speedup}}
+        if host is not None:
+            front["host"] = host
+        write_exemplar(tmp_path, f"run-{name}", front, "a run", "code")
+
+    exemplar("elsewhere", 9.0, "Some Other CPU (AVX2)")
+    assert best_run_params("relu", "cpu", "cpp", root=tmp_path) is None
+    exemplar("unrecorded", 1.5, None)
+    assert best_run_params("relu", "cpu", "cpp", root=tmp_path) == ({"chunk": 1.5}, "run-unrecorded")
+    exemplar("here", 2.0, cpu_model())
+    assert best_run_params("relu", "cpu", "cpp", root=tmp_path) == ({"chunk": 2.0}, "run-here")
