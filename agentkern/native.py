@@ -49,7 +49,7 @@ def _compiler_id(cxx: str) -> str:
 
 def library_path(source: str, name: str = "kernel", flags: tuple[str, ...] = DEFAULT_FLAGS, cxx: str = "g++") -> Path:
     key = sha256_text(source, " ".join(flags), _compiler_id(cxx))[:24]
-    return Path(os.environ.get("AGENTKERN_CPP_CACHE") or cache_dir("cpp")) / key / f"lib{name}.so"
+    return _cache_root() / key / f"lib{name}.so"
 
 
 def compile_cpp(
@@ -88,10 +88,16 @@ def torch_build_flags() -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     return flags, (f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu", "-ltorch")
 
 
+def _cache_root() -> Path:
+    return Path(os.environ.get("AGENTKERN_CPP_CACHE") or cache_dir("cpp"))
+
+
 def op_namespace(source: str) -> str:
-    """The torch.ops namespace a source's ops register under: one per source, so two kernels loaded into one
-    process (two candidates, a kernel and its variant) never register the same op twice."""
-    return "ak_" + sha256_text(source)[:16]
+    """The torch.ops namespace a source's ops register under: one per source and build folder. Two kernels
+    loaded into one process (two candidates, a kernel and its variant) never register the same namespace, and
+    neither does one source built in two folders (a second TORCH_LIBRARY for a namespace aborts the process);
+    the same library loaded twice is one dlopen handle, registered once."""
+    return "ak_" + sha256_text(source, str(_cache_root()))[:16]
 
 
 def compile_with_ops(source: str, name: str = "kernel", extra_flags: tuple[str, ...] = ()):
@@ -105,8 +111,8 @@ def compile_with_ops(source: str, name: str = "kernel", extra_flags: tuple[str, 
         try:
             lib = compile_cpp(source, name, extra_flags + build[0] + (f"-DAK_NS={ns}",), libs=build[1])
             return lib, getattr(torch.ops, ns)
-        except CompileError:
-            pass  # no toolchain for torch's headers here: the plain build below says what is wrong, if anything
+        except (CompileError, OSError):
+            pass  # no toolchain for torch's headers, or its library will not load: the plain build below
     return compile_cpp(source, name, extra_flags), None
 
 

@@ -126,7 +126,8 @@ def cpu_model() -> str:
 def cpu_description() -> str:
     """One line naming this CPU for recorded figures: model, vector width, cores, caches."""
     f = _cpu_facts()
-    return f"{cpu_model()}, {f['cores']} cores, L2 {f['l2_kb']:.0f} KiB/core, L3 {f['l3_kb'] / 1024:.0f} MiB"
+    # os.cpu_count, not the affinity: OpenMP with OMP_PROC_BIND pins the calling thread to one core
+    return f"{cpu_model()}, {os.cpu_count()} cores, L2 {f['l2_kb']:.0f} KiB/core, L3 {f['l3_kb'] / 1024:.0f} MiB"
 
 
 def _copy_pair(nbytes: int):  # -> (src, dst), numpy views of one buffer

@@ -74,6 +74,14 @@ def test_a_source_with_a_torch_op_is_built_against_torch_and_registers_it(tmp_pa
     assert native.op_namespace(other) != native.op_namespace(OP_SRC)
     _, other_ops = native.compile_with_ops(other, name="twice")
     assert torch.equal(other_ops.twice(x), 3 * x) and torch.equal(ops.twice(x), 2 * x)
+    # The same source built in another folder is another library: another namespace (a second registration
+    # of one namespace would abort this process), and loading the first again registers nothing twice.
+    monkeypatch.setenv("AGENTKERN_CPP_CACHE", str(tmp_path / "elsewhere"))
+    _, moved_ops = native.compile_with_ops(OP_SRC, name="twice")
+    assert torch.equal(moved_ops.twice(x), 2 * x) and native.op_namespace(OP_SRC) != ops.name
+    monkeypatch.setenv("AGENTKERN_CPP_CACHE", str(tmp_path))
+    _, again = native.compile_with_ops(OP_SRC, name="twice")
+    assert again.name == ops.name and torch.equal(again.twice(x), 2 * x)
 
 
 def test_without_torch_ops_the_plain_library_is_built(tmp_path, monkeypatch):
