@@ -22,7 +22,6 @@ figures; it asserts nothing.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 
 import torch
+from _common import load_module, render_builtin
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ROOT / "kernels_dataset" / "problems"
@@ -53,13 +53,6 @@ CASES = [
 ]
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _llc_bytes() -> int:
     try:
         return int(os.sysconf("SC_LEVEL3_CACHE_SIZE")) or 32 << 20
@@ -67,24 +60,14 @@ def _llc_bytes() -> int:
         return 32 << 20
 
 
-def _render(problem_path: Path, sizes: dict, params: dict | None, out_dir: Path) -> Path:
-    from agentkern.policies.builtin import templates
-    from agentkern.policies.builtin.recognize import analyze
-
+def _render(problem_path: Path, sizes: dict, params: dict | None, out_dir: Path):
     src = problem_path.read_text()
     for name, value in sizes.items():  # the case's size, written where the problem declares it
         src += f"\n{name} = {value}\n"
     sized = out_dir / problem_path.name
     sized.write_text(src)
-    spec = analyze(str(sized))
-    family = spec["family"]
-    from agentkern.targets.host import cpu_target
-
-    features = templates.host_features(cpu_target().simd_width_bits)  # as the loop picks them (loop/run.py)
-    chosen = dict(templates.default_params(family, "cpp", features))
-    chosen.update({k: v for k, v in (params or {}).items() if k in chosen})
     kernel = out_dir / f"kernel_{problem_path.stem}.py"
-    kernel.write_text(templates.render(spec, chosen, "cpp"))
+    family, chosen = render_builtin(sized, kernel, params)
     return sized, kernel, family, chosen
 
 
@@ -111,8 +94,8 @@ def measure(
     from agentkern.harness.meta_work import meta_work
 
     problem_path, kernel_path, family, chosen = _render(PROBLEMS / f"{problem_stem}.py", sizes, params, tmp)
-    problem = _load(problem_path, f"sbs_problem_{problem_stem}")
-    kernel = _load(kernel_path, f"sbs_kernel_{problem_stem}")
+    problem = load_module(problem_path, f"sbs_problem_{problem_stem}")
+    kernel = load_module(kernel_path, f"sbs_kernel_{problem_stem}")
     work = meta_work(problem)
     init = problem.get_init_inputs()
     torch.manual_seed(0)

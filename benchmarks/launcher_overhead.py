@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import os
 import statistics
 import tempfile
@@ -23,16 +22,10 @@ import time
 from pathlib import Path
 
 import torch
+from _common import load_module, render_builtin
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ["relu", "add_relu", "sum_rows", "softmax", "layernorm", "rmsnorm"]
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _per_call_us(model, args: list, calls: int) -> float:
@@ -61,26 +54,21 @@ def main() -> None:
     args = parser.parse_args()
 
     from agentkern.harness.allowlist import AllowlistMode
-    from agentkern.policies.builtin import templates
-    from agentkern.policies.builtin.recognize import analyze
-    from agentkern.targets.host import cpu_description, cpu_target
+    from agentkern.targets.host import cpu_description
 
-    features = templates.host_features(cpu_target().simd_width_bits)
     print(f"host: {cpu_description()}; torch {torch.__version__}\n")
     print("| problem | mode | eager us | torch-op launcher us | ctypes launcher us | saved per call |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="agentkern-launcher-") as tmp, torch.no_grad():
         for name in PROBLEMS:
             path = ROOT / "kernels_dataset" / "problems" / f"{name}.py"
-            problem = _load(path, f"lo_problem_{name}")
-            spec = analyze(str(path))
-            params = templates.default_params(spec["family"], "cpp", features)
+            problem = load_module(path, f"lo_problem_{name}")
             kernel_path = Path(tmp) / f"kernel_{name}.py"
-            kernel_path.write_text(templates.render(spec, params, "cpp"))
-            with_op = _load(kernel_path, f"lo_op_{name}")
+            render_builtin(path, kernel_path)
+            with_op = load_module(kernel_path, f"lo_op_{name}")
             os.environ["AGENTKERN_NO_TORCH_OPS"] = "1"
             try:
-                with_ctypes = _load(kernel_path, f"lo_ctypes_{name}")
+                with_ctypes = load_module(kernel_path, f"lo_ctypes_{name}")
             finally:
                 del os.environ["AGENTKERN_NO_TORCH_OPS"]
             if with_op._OP is None or with_ctypes._OP is not None:

@@ -16,19 +16,12 @@ its own until the block ends, as a runner keeps them for the judge to read), so 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import time
 from pathlib import Path
 
 import torch
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from _common import load_module
 
 
 def main() -> None:
@@ -44,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    problem, kernel = _load(args.problem, "timing_truth_problem"), _load(args.kernel, "timing_truth_kernel")
+    problem, kernel = load_module(args.problem, "timing_truth_problem"), load_module(args.kernel, "timing_truth_kernel")
     init = problem.get_init_inputs()
     torch.manual_seed(0)
     reference = problem.Model(*init).eval()
