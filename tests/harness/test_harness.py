@@ -59,6 +59,17 @@ def test_candidate_code_runs_in_a_child_and_every_timed_call_gets_fresh_inputs(t
     assert calls[0][0] == calls[1][0] == calls[2][0] == calls[4][0]
 
 
+def test_the_harness_own_input_views_are_not_charged_to_the_candidate(tmp_path):
+    # The candidate's calls run under the op allowlist's dispatch mode (~3 us an op it dispatches); the views
+    # the harness makes of each call's inputs must be made outside it, as they are for the reference, or every
+    # candidate call pays for ops that are not its own (15-20 us a call were, on 2026-11-26).
+    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise="0.0"))
+    result = evaluate("relu", honest, "cpu", fast_options())
+    assert result.status == "ok", result.error
+    assert result.details["candidate_ops"] == ["empty_like"]  # relu_kernel's one allocation, nothing else
+    assert result.details["reference_ops"] == ["relu"]
+
+
 def test_tolerance_is_configurable_per_dtype(tmp_path):
     noisy = write(tmp_path, "noisy.py", HONEST_RELU.format(noise="5e-4"))
     strict = evaluate("relu", noisy, "cpu", fast_options())
