@@ -254,6 +254,12 @@ def print_optimize_result(result: dict) -> None:
         )
     else:
         out.print("[bold yellow]no correct candidate found[/]", highlight=False)
+    if best and not best.get("predicted"):
+        from agentkern.loop.winning_params import one_line
+
+        why = one_line(result.get("params_won"))
+        if why:
+            out.print(why, highlight=False)
     if best and not result["beats_reference"]:
         how = " (as the cost model predicts it)" if best.get("predicted") else ""
         out.print(

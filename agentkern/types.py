@@ -283,6 +283,9 @@ class RunResult(TypedDict):
     speedup_points: float
     tokens_per_point: float | None
     cost_per_point_usd: float | None
+    # The template parameters the search chose, against the run's start, with the measured candidate that
+    # argues for each changed value (loop/winning_params.py); None for hand-written (LLM) kernels.
+    params_won: dict[str, Any] | None
     target: str
     backend: str
     problem: str

@@ -20,6 +20,7 @@ from agentkern import targets as T
 from agentkern.config import home
 from agentkern.errors import UserError
 from agentkern.kb.retrieve import Retriever
+from agentkern.loop import winning_params
 from agentkern.loop.deps import Deps, OptimizeOptions
 from agentkern.loop.state import RunState
 from agentkern.policies.base import Policy
@@ -356,8 +357,22 @@ def finish(deps: Deps, final: RunState) -> RunResult:
         "tokens": final.get("tokens", 0),
         "cost_usd": final.get("cost_usd", 0.0),
         **per_point(candidates, final.get("tokens", 0), final.get("cost_usd", 0.0)),
+        # The parameters the search chose and the measurements behind each (winning_params.py).
+        "params_won": winning_params.explain(candidates, _measured_on(deps)),
         "target": deps.target.name,
         "backend": deps.backend,
         "problem": str(deps.problem_path),
         "size": deps.eval_options.size,
     }
+
+
+def _measured_on(deps: Deps) -> str | None:
+    """What the candidates were timed on: this CPU (its model, cores and caches) for a CPU target, else the
+    target's name (None when the times were predicted, not measured)."""
+    if deps.predictor is not None:
+        return None
+    if deps.target.kind == "cpu":
+        from agentkern.targets.host import cpu_description
+
+        return cpu_description()
+    return deps.target.name

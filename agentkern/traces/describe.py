@@ -140,7 +140,12 @@ def remeasure_line(check: dict) -> str:
         before, now = again.get("before") or {}, again["after"]
         figures = ", ".join(
             f"{label} {before.get(key, '?')} -> {now[key]}"
-            for key, label in (("dram_gbs", "DRAM GB/s"), ("cache_gbs", "cache GB/s"), ("matmul_tflops", "TFLOP/s"))
+            for key, label in (
+                ("dram_gbs", "DRAM GB/s"),
+                ("cache_gbs", "cache GB/s"),
+                ("matmul_tflops", "matmul TFLOP/s"),
+                ("fma_tflops", "FMA TFLOP/s"),
+            )
             if key in now
         )
         return f"{head}; host measured again: {figures}; {check.get('outcome', '')}"

@@ -233,7 +233,14 @@ def test_figures_cached_while_the_host_was_busy_do_not_reject_an_honest_kernel(t
     home = tmp_path / "home"
     monkeypatch.setenv("AGENTKERN_HOME", str(home))
     cache = host._cache_path(host._cpu_facts())
-    slow = {"dram_gbs": 0.001, "cache_gbs": 0.001, "matmul_tflops": 1e-6, "trials": 12, "cache_copy_kib": 64}
+    slow = {
+        "dram_gbs": 0.001,
+        "cache_gbs": 0.001,
+        "matmul_tflops": 1e-6,
+        "fma_tflops": 1e-6,
+        "trials": 12,
+        "cache_copy_kib": 64,
+    }
     cache.write_text(json.dumps(slow))
     proc = run_cli("eval", "softmax", str(honest_solution), "--target", "cpu", "--json", AGENTKERN_HOME=str(home))
     assert proc.returncode == 0, proc.stderr

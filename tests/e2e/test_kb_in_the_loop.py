@@ -100,6 +100,10 @@ def test_the_builtin_policy_starts_from_the_best_run_added_to_the_knowledge_base
     store = optimize.open_store()
     best = [c for c in store.candidates(first["run_id"]) if c["candidate_id"] == first["best"]["candidate"]][0]
     best_params = json.loads(best["params"])
+    # The run says what it chose and what it was timed on (loop/winning_params.py).
+    assert first["params_won"]["params"] == best_params
+    assert first["params_won"]["candidate"] == first["best"]["candidate"]
+    assert "cores" in first["params_won"]["host"]
     code, out, err = run_main(capsys, "kb", "add", "--from-run", first["run_id"], "--json")
     assert code == 0, err
     assert "params:" in Path(json.loads(out)["path"]).read_text()

@@ -15,7 +15,14 @@ from agentkern.targets import host
 from agentkern.traces.jsonl import FAILURE_REWARD, reward
 from agentkern.types import STATUSES, EvalResult
 
-SLOW = {"dram_gbs": 1.0, "cache_gbs": 1.0, "matmul_tflops": 0.001, "trials": 12, "cache_copy_kib": 64}
+SLOW = {
+    "dram_gbs": 1.0,
+    "cache_gbs": 1.0,
+    "matmul_tflops": 0.001,
+    "fma_tflops": 0.001,
+    "trials": 12,
+    "cache_copy_kib": 64,
+}
 FAST = {**SLOW, "dram_gbs": 1000.0, "cache_gbs": 1000.0}
 # 1 MB moved, no flops: on a CPU measured at 1 GB/s the bound is 1 ms; at 1000 GB/s, 1 us.
 WORK = {"flops": 0.0, "bytes": 1e6, "dtype": "float32"}
@@ -103,14 +110,35 @@ def test_suspicious_is_a_status_of_its_own_with_no_reward_and_no_penalty():
 def test_a_measurement_is_the_best_of_several_rounds(monkeypatch):
     rounds = iter(
         [
-            {"dram_gbs": 10.0, "cache_gbs": 300.0, "matmul_tflops": 0.1, "trials": 4, "cache_copy_kib": 64},
-            {"dram_gbs": 30.0, "cache_gbs": 100.0, "matmul_tflops": 0.05, "trials": 4, "cache_copy_kib": 64},
-            {"dram_gbs": 20.0, "cache_gbs": 200.0, "matmul_tflops": 0.2, "trials": 4, "cache_copy_kib": 64},
+            {
+                "dram_gbs": 10.0,
+                "cache_gbs": 300.0,
+                "matmul_tflops": 0.1,
+                "fma_tflops": 0.3,
+                "trials": 4,
+                "cache_copy_kib": 64,
+            },
+            {
+                "dram_gbs": 30.0,
+                "cache_gbs": 100.0,
+                "matmul_tflops": 0.05,
+                "fma_tflops": 0.5,
+                "trials": 4,
+                "cache_copy_kib": 64,
+            },
+            {
+                "dram_gbs": 20.0,
+                "cache_gbs": 200.0,
+                "matmul_tflops": 0.2,
+                "fma_tflops": 0.4,
+                "trials": 4,
+                "cache_copy_kib": 64,
+            },
         ]
     )
     monkeypatch.setattr(host, "_measure_round", lambda cores, l2_kb: next(rounds))
     best = host._measure_host(2, 1024.0)
-    assert (best["dram_gbs"], best["cache_gbs"], best["matmul_tflops"]) == (30.0, 300.0, 0.2)
+    assert (best["dram_gbs"], best["cache_gbs"], best["matmul_tflops"], best["fma_tflops"]) == (30.0, 300.0, 0.2, 0.5)
     assert best["trials"] == host._TRIALS * host._ROUNDS
 
 
@@ -125,7 +153,7 @@ def test_the_cache_keeps_the_fastest_figure_ever_measured(tmp_path, measurements
 
     slower = targets.remeasure_host()
     assert slower["before"]["dram_gbs"] == 20.0 and slower["measured"]["dram_gbs"] == 10.0
-    assert slower["after"] == {"dram_gbs": 20.0, "cache_gbs": 200.0, "matmul_tflops": 0.001}
+    assert slower["after"] == {"dram_gbs": 20.0, "cache_gbs": 200.0, "matmul_tflops": 0.001, "fma_tflops": 0.001}
     assert targets.get_target("cpu").memory_bandwidth_gbs == 20.0 and targets.cpu_cache_bandwidth_gbs() == 200.0
 
     mixed = targets.remeasure_host()  # each figure on its own: DRAM faster, cache slower
