@@ -4,7 +4,7 @@ The peak the roofline check holds kernels to must never be beaten by an honest o
 the cores times the clock the VM admits to (often the base clock, far below the turbo the cores run at)
 times the lanes and pipes assumed for the ISA; measured through BLAS it is what that BLAS reaches (about
 half the machine on some CPUs). A well-blocked GEMM beat both on a 2-core AVX-512 EPYC (465 GFLOP/s against
-a derived 332 and a numpy 279). No kernel can do more floating-point work than the FMA units can, so a
+a derived 332 and a numpy 279; this loop: 480-510). No kernel can do more floating-point work than the FMA units can, so a
 loop of FMAs on independent registers, timed with all cores at once, is an upper bound a GEMM cannot pass.
 """
 

@@ -117,6 +117,18 @@ CASES = [
         "F.max_pool2d(x, 3, 2, 1, return_indices=True)[1].float()[..., :4, :4] + F.max_pool2d(x, 2, 1, 0, 2)[..., :4, :4]",
         "[torch.randn(2, 3, 9, 9)]",
     ),
+    (  # a stride neither 1 nor 2 (the pooling kernel's general path), ceil mode, 3-D; values and indices
+        "max_pool3d_stride3_ceil",
+        "pass",
+        "F.max_pool3d(x, 2, 3, ceil_mode=True) + F.max_pool3d(x, 2, 3, ceil_mode=True, return_indices=True)[1].float()",
+        "[torch.randn(2, 3, 7, 8, 10)]",
+    ),
+    (  # NaNs in the windows: a NaN wins its window, as in torch (the pooling kernel's vector path)
+        "max_pool_nan",
+        "pass",
+        "F.max_pool2d(torch.where(x > 1.5, torch.full_like(x, float('nan')), x), 2).nan_to_num(nan=123.0)",
+        "[torch.randn(2, 4, 16, 16)]",
+    ),
     (
         "conv_grouped_strided",
         "self.c = nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2)",
@@ -209,6 +221,7 @@ def test_the_rendered_forward_calls_torch_only_to_view_allocate_and_copy(tmp_pat
     source = templates.render(spec, {}, "cpp")
     body = source.split("class ModelNew", 1)[1]
     assert "_convolution(" in body and "_batch_norm(" in body and "_max_pool(" in body
+    assert "indices=False)" in body  # the pooling's indices are never read: not computed
     assert "torch.ops.aten.convolution" not in body and "F." not in body
 
 

@@ -34,10 +34,10 @@ def source(value) -> str:
     return repr(value)
 
 
-def _call(fn: str, node: dict) -> str:
+def _call(fn: str, node: dict, extra: str = "") -> str:
     args = [source(a) for a in node.get("args", [])]
     args += [f"{k}={source(v)}" for k, v in node.get("kwargs", {}).items()]
-    return f"{fn}({', '.join(args)})"
+    return f"{fn}({', '.join(args + ([extra] if extra else []))})"
 
 
 def _param(node: dict, spec: tuple) -> str:
@@ -62,11 +62,43 @@ def _elementwise(node: dict) -> str:
     return f"_ew({name!r}, torch.{node.get('dtype', 'float32')}, [{', '.join(operands)}]{extra})"
 
 
-def line(node: dict) -> str | None:
-    """The statement computing one node (None for inputs, parameters and constants: bound at the top)."""
+# Ops returning (values, indices) whose kernel can skip the indices when nothing reads them.
+INDEX_OPTIONAL = ("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
+
+
+def _refs(value):
+    if isinstance(value, dict):
+        if "ref" in value:
+            yield value["ref"]
+        else:
+            for v in value.values():
+                yield from _refs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _refs(v)
+
+
+def whole_tuples_read(plan: dict) -> set[str]:
+    """Nodes something reads other than as item 0: an `[i]` with i > 0, the tuple passed on whole, or returned."""
+    read = set(_refs(plan["outputs"]))
+    for node in plan["nodes"]:
+        if node["op"] == "getitem":
+            tup, index = node["args"]
+            if index != 0:
+                read |= set(_refs(tup))
+        else:
+            read |= set(_refs([node.get("args", []), node.get("kwargs", {})]))
+    return read
+
+
+def line(node: dict, read: set[str] | None = None) -> str | None:
+    """The statement computing one node (None for inputs, parameters and constants: bound at the top). `read`:
+    whole_tuples_read of the plan (None: every output of every node is read)."""
     op, name = node["op"], node["name"]
     if op in ("input", "param", "constant"):
         return None
+    if op in INDEX_OPTIONAL and read is not None and name not in read:
+        return f"{name} = {_call(HELPERS[op][0], node, 'indices=False')}"
     if op == "getitem":
         tup, index = node["args"]
         return f"{name} = {source(tup)}[{index}]"
@@ -97,9 +129,10 @@ def context(spec: dict) -> dict:
         elif node["op"] == "constant":
             bound.append(f"{node['name']} = self._constant_{node['name']}")
     outputs = [source(o) for o in plan["outputs"]]
+    read = whole_tuples_read(plan)
     return {
         "bound": bound,
-        "lines": [s for s in (line(n) for n in plan["nodes"]) if s],
+        "lines": [s for s in (line(n, read) for n in plan["nodes"]) if s],
         "returned": outputs[0] if len(outputs) == 1 else "(" + ", ".join(outputs) + ",)",
         "constants": [n for n in plan["nodes"] if n["op"] == "constant"],
         "kernels": kernel_groups(plan),
