@@ -123,6 +123,12 @@ CASES = [
         "F.max_pool3d(x, 2, 3, ceil_mode=True) + F.max_pool3d(x, 2, 3, ceil_mode=True, return_indices=True)[1].float()",
         "[torch.randn(2, 3, 7, 8, 10)]",
     ),
+    (  # a norm whose statistics the graph reads too (they are skipped only when nothing does)
+        "layer_norm_stats_read",
+        "pass",
+        "(lambda o: o[0] * 2 + o[1] + o[2])(torch.native_layer_norm(x, [9], None, None, 1e-5))",
+        "[torch.randn(6, 9)]",
+    ),
     (  # NaNs in the windows: a NaN wins its window, as in torch (the pooling kernel's vector path)
         "max_pool_nan",
         "pass",
