@@ -22,8 +22,8 @@ def explain(candidates: list[CandidateRecord], host: str | None = None) -> dict[
     best = population.best(candidates)
     if best is None or not best.get("params"):
         return None
-    measured = [c for c in population.correct(candidates) if c.get("params")]
-    start = next((c for c in measured if c.get("params")), best)
+    measured = [c for c in population.correct(candidates) if c.get("params")]  # the best among them
+    start = measured[0]
     won, began = best["params"], start["params"]
     changed = {k: {"from": began.get(k), "to": v} for k, v in won.items() if began.get(k) != v}
     for name, change in changed.items():

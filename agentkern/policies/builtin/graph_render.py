@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from agentkern.policies.builtin.graph_ops import EW, EW_CODES, EW_OPS, HELPERS, NEUTRAL
+from agentkern.policies.builtin.graph_trace import refs
 
 
 def source(value) -> str:
@@ -77,28 +78,16 @@ OPTIONAL_OUTPUTS = {
 }
 
 
-def _refs(value):
-    if isinstance(value, dict):
-        if "ref" in value:
-            yield value["ref"]
-        else:
-            for v in value.values():
-                yield from _refs(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _refs(v)
-
-
 def whole_tuples_read(plan: dict) -> set[str]:
     """Nodes something reads other than as item 0: an `[i]` with i > 0, the tuple passed on whole, or returned."""
-    read = set(_refs(plan["outputs"]))
+    read = set(refs(plan["outputs"]))
     for node in plan["nodes"]:
         if node["op"] == "getitem":
             tup, index = node["args"]
             if index != 0:
-                read |= set(_refs(tup))
+                read |= set(refs(tup))
         else:
-            read |= set(_refs([node.get("args", []), node.get("kwargs", {})]))
+            read |= set(refs([node.get("args", []), node.get("kwargs", {})]))
     return read
 
 

@@ -82,25 +82,26 @@ def trace_graph(model, inputs: list) -> dict:
 
 def _live(nodes: list[dict], outputs: list) -> list[dict]:
     """The nodes the outputs depend on (a trace keeps unused ones: batch norm's reserve, its statistics)."""
-    wanted = set(_refs(outputs))
+    wanted = set(refs(outputs))
     kept = []
     for node in reversed(nodes):
         if node["name"] in wanted:
             kept.append(node)
-            wanted |= set(_refs([node.get("args", []), node.get("kwargs", {})]))
+            wanted |= set(refs([node.get("args", []), node.get("kwargs", {})]))
     return kept[::-1]
 
 
-def _refs(value):
+def refs(value):
+    """The names of the nodes a traced value refers to (its {"ref": name} entries, at any depth)."""
     if isinstance(value, dict):
         if "ref" in value:
             yield value["ref"]
         else:
             for v in value.values():
-                yield from _refs(v)
+                yield from refs(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _refs(v)
+            yield from refs(v)
 
 
 def _op_name(target) -> str:
