@@ -18,6 +18,7 @@ from agentkern.cli_optimize_options import (
     ApiBase,
     Backend,
     Beam,
+    ConfirmBudget,
     ContextWindow,
     JsonEnd,
     K,
@@ -193,6 +194,7 @@ def optimize_command(
     context_window: ContextWindow = None,
     start_from: StartFrom = "auto",
     stop_at_roofline: StopAtRoofline = 0.95,
+    confirm_budget_s: ConfirmBudget = 2.0,
     seed: Seed = 0,
     out: OutDir = None,
     resume: Resume = None,
@@ -252,8 +254,14 @@ def print_optimize_result(result: dict) -> None:
             f"{best['reference_ms']:.4g} ms: {best['path']}",
             highlight=False,
         )
+    elif result.get("confirmation"):
+        out.print("[bold yellow]no candidate held up when timed again:[/] see the confirm step", highlight=False)
     else:
         out.print("[bold yellow]no correct candidate found[/]", highlight=False)
+    if result.get("confirmation"):
+        from agentkern.loop.nodes.confirm import summary
+
+        out.print(f"confirm: {summary(result['confirmation'])}", highlight=False)
     if best and not best.get("predicted"):
         from agentkern.loop.winning_params import one_line
 

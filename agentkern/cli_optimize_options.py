@@ -66,3 +66,12 @@ StopAtRoofline = Annotated[
     float | None,
     typer.Option(min=0.0, help="Stop once the best kernel reaches this fraction of the roofline bound."),
 ]
+ConfirmBudget = Annotated[
+    float | None,
+    typer.Option(
+        "--confirm-budget",
+        min=0.0,
+        help="Once the search stops, time its best candidates again for this many seconds each and report the "
+        "fastest as re-timed (the fastest of many short timings is biased upwards); 0: report the search's figures.",
+    ),
+]

@@ -255,7 +255,8 @@ class BestKernel(TypedDict):
     """The best kernel of a run, as `agentkern optimize --json` gives it."""
 
     correct: bool
-    speedup: float
+    speedup: float  # as timed again once the search stopped, when it was (RunResult.confirmation)
+    search_speedup: float  # the search's own timing of it
     kernel_ms: float | None
     reference_ms: float | None
     path: str  # where best_<problem>.py was written
@@ -286,6 +287,10 @@ class RunResult(TypedDict):
     # The template parameters the search chose, against the run's start, with the measured candidate that
     # argues for each changed value (loop/winning_params.py); None for hand-written (LLM) kernels.
     params_won: dict[str, Any] | None
+    # The search's best candidates timed again with a longer budget, the winner among them by those timings
+    # (loop/nodes/confirm.py): {"budget_s", "rows": [{candidate, search_speedup, status, speedup, ...}],
+    # "winner"}; None when not confirmed (--confirm-budget 0, predicted figures, no correct candidate).
+    confirmation: dict[str, Any] | None
     target: str
     backend: str
     problem: str

@@ -21,6 +21,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
+from agentkern.cli_optimize_options import ConfirmBudget
 from agentkern.errors import UserError
 
 
@@ -130,6 +131,7 @@ def run_command(
     size: Size = None,
     seed: Seed = 0,
     time_budget_s: TimeBudget = None,
+    confirm_budget_s: ConfirmBudget = 2.0,
     limit: Limit = None,
     only: Only = [],
     kernels_dir: KernelsDir = None,

@@ -38,6 +38,7 @@ class BenchOptions:
     size: str | None = None
     seed: int = 0
     time_budget_s: float | None = None  # per problem
+    confirm_budget_s: float | None = 2.0  # each problem's best candidates timed again (loop/nodes/confirm.py)
     kernels_dir: str | None = None  # copy each best kernel to KERNELS_DIR/<problem>/
     compile_baseline: bool = True
     executor: str = "local"  # where candidates are evaluated (agentkern/executors/)
@@ -52,6 +53,7 @@ def empty_row(ref: ProblemRef) -> dict:
         "status": "error",
         "reason": None,
         "speedup_eager": None,
+        "search_speedup_eager": None,  # the search's own timing of the winner (speedup_eager: timed again)
         "speedup_compile": None,
         "roofline_fraction": None,
         "kernel_path": None,
@@ -98,6 +100,7 @@ def run_problem(ref: ProblemRef, opts: BenchOptions, executor=None, baseline=Non
                 beam=opts.beam,
                 seed=opts.seed,
                 time_budget_s=opts.time_budget_s,
+                confirm_budget_s=opts.confirm_budget_s,
                 size=opts.size,
                 out=out_dir,
                 executor=opts.executor,
@@ -142,6 +145,7 @@ def _fill(row: dict, result: RunResult) -> None:
         row.update(
             status="ok",
             speedup_eager=best["speedup"],
+            search_speedup_eager=best.get("search_speedup"),
             roofline_fraction=best.get("roofline_fraction"),
             kernel_path=best["path"],
             predicted=bool(best.get("predicted")),

@@ -117,6 +117,7 @@ class AuditGuard:
         self.active = False
         self.violations: list[tuple[str, str]] = []
         self._local = threading.local()
+        self._real: dict[str, str] = {}  # a frame's file name -> its real path
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args: tuple) -> None:
@@ -144,7 +145,9 @@ class AuditGuard:
             filename = frame.f_code.co_filename
             if filename.startswith("<") and not filename.startswith("<frozen"):
                 return True
-            real = os.path.realpath(filename)
+            real = self._real.get(filename)
+            if real is None:  # resolved once per file: torch's own mode exits pass here on every timed block
+                real = self._real[filename] = os.path.realpath(filename)
             if real == self.candidate_file:
                 return True
             if not real.startswith(self.stdlib) or "site-packages" in real:

@@ -40,6 +40,9 @@ class OptimizeOptions:
     # Stop once the best kernel reaches this fraction of the roofline bound (KernelAgent's speed-of-light
     # stop); None: only the other stop rules
     stop_at_roofline: float | None = 0.95
+    # Once the search stops, its best candidates are timed again for this many seconds each and the fastest
+    # as re-timed wins (loop/nodes/confirm.py); None or 0: the search's own figures are reported
+    confirm_budget_s: float | None = 2.0
     seed: int = 0
     out: str | None = None
     size: str | None = None  # the problem's size, cpu | gpu (agentkern/sizes.py); None: the target picks

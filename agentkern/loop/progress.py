@@ -137,6 +137,12 @@ def _describe(kind: str, data: dict) -> str | None:
         roof = f" ({c['roofline_fraction']:.0%} of roofline)" if c.get("roofline_fraction") else ""
         err = f": {c['error']}" if c.get("error") and c["status"] != "ok" else ""
         return f"  {c['id']} {c['strategy']}: {c['status']}{speed}{roof}{err}"
+    if kind == "confirm":
+        return f"  confirm: timing {', '.join(data['contenders'])} again"
+    if kind == "confirmed":
+        from agentkern.loop.nodes.confirm import summary
+
+        return f"  confirm: {summary(data)}"
     if kind == "critic":
         stop = f"; stopping: {data['stopped']}" if data.get("stopped") else ""
         usage = f", {data['tokens']} tokens, ${data['cost_usd']:.4f}" if data.get("tokens") else ""

@@ -322,7 +322,9 @@ def per_point(candidates: list, tokens: int, cost_usd: float) -> dict:
 
 def finish(deps: Deps, final: RunState) -> RunResult:
     candidates = final.get("candidates", [])
-    best = population.best(candidates)
+    best, confirmation = population.best(candidates), final.get("confirmation")
+    if confirmation is not None:  # the fastest as timed again, with those figures (nodes/confirm.py)
+        best = _confirmed(candidates, confirmation)
     out_path = None
     if best:
         out_dir = Path(deps.options.out) if deps.options.out else deps.run_dir
@@ -338,6 +340,8 @@ def finish(deps: Deps, final: RunState) -> RunResult:
         else {
             "correct": True,
             "speedup": best["speedup"],
+            # The search's own timing of it (the same figure when the winner was not timed again)
+            "search_speedup": best.get("search_speedup", best["speedup"]),
             "kernel_ms": best["kernel_ms"],
             "reference_ms": best["reference_ms"],
             "path": str(out_path),
@@ -358,12 +362,23 @@ def finish(deps: Deps, final: RunState) -> RunResult:
         "cost_usd": final.get("cost_usd", 0.0),
         **per_point(candidates, final.get("tokens", 0), final.get("cost_usd", 0.0)),
         # The parameters the search chose and the measurements behind each (winning_params.py).
-        "params_won": winning_params.explain(candidates, _measured_on(deps)),
+        "params_won": winning_params.explain(candidates, _measured_on(deps), best),
+        "confirmation": confirmation,
         "target": deps.target.name,
         "backend": deps.backend,
         "problem": str(deps.problem_path),
         "size": deps.eval_options.size,
     }
+
+
+def _confirmed(candidates: list, confirmation: dict) -> dict | None:
+    """The confirmed winner's record with its re-timed figures; None when no contender held up."""
+    row = next((r for r in confirmation["rows"] if r["candidate"] == confirmation["winner"]), None)
+    record = next((c for c in candidates if row and c["id"] == row["candidate"]), None)
+    if record is None:
+        return None
+    timed = {k: row[k] for k in ("speedup", "kernel_ms", "reference_ms", "roofline_fraction")}
+    return {**record, **timed, "search_speedup": record["speedup"]}
 
 
 def _measured_on(deps: Deps) -> str | None:

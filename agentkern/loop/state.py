@@ -23,3 +23,5 @@ class RunState(TypedDict, total=False):
     tokens: int
     cost_usd: float
     started: float  # wall-clock start, for --time-budget (kept across a resume)
+    # The best candidates timed again once the search stopped (nodes/confirm.py); None: not confirmed
+    confirmation: dict | None

@@ -15,11 +15,15 @@ from agentkern import candidates as population
 from agentkern.types import CandidateRecord
 
 
-def explain(candidates: list[CandidateRecord], host: str | None = None) -> dict[str, Any] | None:
+def explain(
+    candidates: list[CandidateRecord], host: str | None = None, winner: dict | None = None
+) -> dict[str, Any] | None:
     """The winner's parameters against the run's first correct candidate (the host's defaults, or the best
     known kernel the run was seeded with), and per changed parameter the best correct candidate that kept
-    another value. None when the winner has no parameters (an LLM's hand-written kernel)."""
-    best = population.best(candidates)
+    another value. `winner`: the run's winner when it was timed again (its record, its re-timed speedup);
+    default: the search's fastest. None when the winner has no parameters (an LLM's hand-written kernel).
+    The rivals' figures are the search's own timings."""
+    best = winner or population.best(candidates)
     if best is None or not best.get("params"):
         return None
     measured = [c for c in population.correct(candidates) if c.get("params")]  # the best among them

@@ -16,7 +16,7 @@ from agentkern.types import StoredCandidate
 
 # The order of the nodes in an iteration (agentkern/loop/graph.py). A node replayed after a resume rewrites its
 # row with a new id, so ordering by id alone could put a replayed planner after the critic.
-AGENT_ORDER = {"planner": 0, "coder": 1, "compiler": 2, "profiler": 3, "critic": 4}
+AGENT_ORDER = {"planner": 0, "coder": 1, "compiler": 2, "profiler": 3, "critic": 4, "confirm": 5}
 JSON_CANDIDATE_FIELDS = ("params", "verdict", "correctness", "timing")
 
 
