@@ -25,7 +25,7 @@ from agentkern.loop import run as optimize
 from agentkern.loop.deps import OptimizeOptions
 from agentkern.models.base import ModelError, Reply
 from agentkern.models.scripted import ScriptedModel
-from agentkern.types import EvalResult
+from agentkern.types import EvalOptions, EvalResult
 
 # The second iteration's kernel: the first one with a schedule clause, so its diff against 001-0 is one line.
 GOOD_STATIC = GOOD.replace("#pragma omp parallel for", "#pragma omp parallel for schedule(static)")
@@ -116,28 +116,37 @@ def _scripted(workdir: Path) -> TracedRun:
 @functools.cache
 def _builtin(workdir: Path) -> TracedRun:
     calls = []
+    first = {}
 
-    def evaluate(problem_path, path, target_name, _options):
+    def evaluate(problem_path, path, target_name, options):
         """No build, no timing: a verdict made up from the call's position, so the run is fast and its
-        figures are known. The third candidate fails."""
-        calls.append(path)
-        n = len(calls)
-        if n == 3:
-            return EvalResult("incorrect", False, error="output differs at [0, 3]", details={"trials": 5})
-        kernel_ms = 1.0 / (1.0 + 0.1 * n)
-        return EvalResult(
-            "ok",
-            True,
-            speedup=1.0 / kernel_ms,
-            reference_ms=1.0,
-            kernel_ms=kernel_ms,
-            details={"trials": 5, "max_abs_diff": 0.0, "size": "cpu"},
-        )
+        figures are known. The third candidate fails. Timed again as the winner (loop/nodes/confirm.py: a
+        longer budget), a candidate gets its first verdict back."""
+        if options.time_budget_s > EvalOptions().time_budget_s:
+            return first[path]
+        first[path] = _made_up(calls, path)
+        return first[path]
 
     options = OptimizeOptions(problem="relu", target="cpu", beam=2, max_iters=3, patience=5, out=str(workdir / "out"))
     run_id = optimize.new_run_id("relu") + "-builtin"
     result = optimize_with_run_id(run_id, options, None, evaluate, workdir)
     return TracedRun(run_id, optimize.open_store().path, result, workdir)
+
+
+def _made_up(calls: list, path) -> EvalResult:
+    calls.append(path)
+    n = len(calls)
+    if n == 3:
+        return EvalResult("incorrect", False, error="output differs at [0, 3]", details={"trials": 5})
+    kernel_ms = 1.0 / (1.0 + 0.1 * n)
+    return EvalResult(
+        "ok",
+        True,
+        speedup=1.0 / kernel_ms,
+        reference_ms=1.0,
+        kernel_ms=kernel_ms,
+        details={"trials": 5, "max_abs_diff": 0.0, "size": "cpu"},
+    )
 
 
 def scripted_run(tmp_path_factory) -> TracedRun:

@@ -151,6 +151,8 @@ def _run_and_best(run_id: str, db: Path) -> tuple[dict, dict, Path]:
 def add_from_run(kb, run_id: str) -> dict:
     """The run's best kernel, with its measured result and hardware, as an exemplar for that target: the next
     run on the same target and problem finds it first among the exemplars."""
+    from agentkern.traces.store import confirmed_speedup
+
     db = home() / "runs.db"
     run, best, kernel = _run_and_best(run_id, db)
     problem_path = Path(run["problem"] or "")
@@ -159,7 +161,7 @@ def add_from_run(kb, run_id: str) -> dict:
     if backend not in BACKENDS:
         raise UserError(f"run {run_id}: unknown backend {backend!r}")
     hardware = _hardware(target)
-    speedup = float(best["speedup"])
+    speedup = float(confirmed_speedup(run) or best["speedup"])  # as timed again, when the run confirmed it
     front = {
         "title": f"{op} kernel ({backend}, best of run {run_id}: {speedup:.2f}x on {hardware})",
         "targets": [target] if target in (*GPUS, "cpu") else ["cpu"],

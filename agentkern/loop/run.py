@@ -332,7 +332,7 @@ def finish(deps: Deps, final: RunState) -> RunResult:
         out_path = out_dir / f"best_{Path(deps.problem_path).stem}.py"
         shutil.copyfile(best["path"], out_path)
     stopped = final.get("stopped_because") or "finished"
-    deps.store.finish_run(deps.run_id, stopped, best["id"] if best else None)
+    deps.store.finish_run(deps.run_id, stopped, best["id"] if best else None, confirmation)
     return {
         "run_id": deps.run_id,
         "best": None

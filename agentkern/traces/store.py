@@ -61,6 +61,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE model_calls ADD COLUMN notes TEXT;
     """,
+    # 5: the run's best candidates timed again once the search stopped (loop/nodes/confirm.py), as JSON:
+    # the winner and its figures as re-timed, which are the run's result (candidates keep the search's).
+    """
+    ALTER TABLE runs ADD COLUMN confirmation TEXT;
+    """,
 ]
 
 # Seconds a writer waits for another writer's lock (several runs, or `bench`, share one runs.db).
@@ -152,10 +157,19 @@ class RunStore:
             "UPDATE runs SET status='interrupted', stopped_because=? WHERE run_id=? AND status='running'", (why, run_id)
         )
 
-    def finish_run(self, run_id: str, stopped_because: str, best_candidate: str | None) -> None:
+    def finish_run(
+        self, run_id: str, stopped_because: str, best_candidate: str | None, confirmation: dict | None = None
+    ) -> None:
         self.db.execute(
-            "UPDATE runs SET status='finished', stopped_because=?, best_candidate=?, finished=? WHERE run_id=?",
-            (stopped_because, best_candidate, time.time(), run_id),
+            "UPDATE runs SET status='finished', stopped_because=?, best_candidate=?, finished=?, confirmation=? "
+            "WHERE run_id=?",
+            (
+                stopped_because,
+                best_candidate,
+                time.time(),
+                None if confirmation is None else _json(confirmation),
+                run_id,
+            ),
         )
 
     def step(
@@ -306,3 +320,13 @@ def seen_status(row: dict) -> dict:
         row["status"] = "interrupted"
         row["stopped_because"] = row.get("stopped_because") or "its process is gone (killed?)"
     return row
+
+
+def confirmed_speedup(run: dict) -> float | None:
+    """The run's winner's speedup as timed again (runs.confirmation), None when it was not confirmed."""
+    raw = run.get("confirmation")
+    if not raw:
+        return None
+    confirmation = json.loads(raw) if isinstance(raw, str) else raw
+    row = next((r for r in confirmation.get("rows", []) if r.get("candidate") == confirmation.get("winner")), None)
+    return row.get("speedup") if row else None

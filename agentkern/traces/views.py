@@ -16,7 +16,7 @@ from rich.tree import Tree
 
 from agentkern import candidates as population
 from agentkern.traces import describe, diff
-from agentkern.traces.store import RunStore, seen_status
+from agentkern.traces.store import RunStore, confirmed_speedup, seen_status
 from agentkern.traces.trace import RunTrace, Step
 
 # Lines of one prompt, reply, diff or log shown in the run's tree; `--step N` and `--full` show all of it.
@@ -25,7 +25,7 @@ THEME = "ansi_dark"  # the terminal's own palette: readable on dark and light ba
 
 SUMMARY_SQL = """
 SELECT r.run_id, r.created, r.problem, r.target, r.backend, r.model, r.status, r.stopped_because,
-       r.best_candidate, r.finished, r.owner,
+       r.best_candidate, r.finished, r.owner, r.confirmation,
        (SELECT max(iteration) FROM steps s WHERE s.run_id = r.run_id) AS iterations,
        count(c.candidate_id) AS candidates, coalesce(sum(c.correct), 0) AS correct_candidates,
        max(CASE WHEN c.correct THEN c.speedup END) AS best_speedup,
@@ -39,6 +39,10 @@ def run_summaries(store: RunStore) -> list[dict]:
     """One row per run, oldest first: the fields of `traces list --json`."""
     rows = [seen_status(dict(r)) for r in store.db.execute(SUMMARY_SQL)]
     for row in rows:
+        confirmed = confirmed_speedup(row)
+        if confirmed is not None:  # the winner as timed again is the run's result (loop/nodes/confirm.py)
+            row["search_best_speedup"], row["best_speedup"] = row["best_speedup"], confirmed
+        row.pop("confirmation", None)
         row["iterations"] = row["iterations"] or 0
         row["predicted"] = bool(row["predicted"])
     return rows
