@@ -160,8 +160,8 @@ def run_command(
     if size is not None and size not in (*SIZE_NAMES, SMALL):
         raise UserError(f"--size must be one of {', '.join((*SIZE_NAMES, SMALL))}, not {size!r}")
     previous = C.load_report(compare) if compare else None  # a bad file fails now, not after an hour
+    found = resolve_suite(suite, limit, only)  # before the target: a bad suite fails before the host is measured
     tgt = get_target(target)
-    found = resolve_suite(suite, limit, only)
     # The parameters are named as BenchOptions' fields.
     given = {f.name: ctx.params[f.name] for f in dataclasses.fields(BenchOptions) if f.name != "target"}
     report = _run_suite(found, tgt, BenchOptions(target=tgt.name, **given))

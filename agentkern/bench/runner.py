@@ -159,6 +159,14 @@ def _fill(row: dict, result: RunResult) -> None:
             # it never got to attempt a kernel, as with a problem it does not recognise.
             row.update(status="unsupported", reason=one_line(f"the built-in model cannot write it: {errors[-1]}"))
             return
+        confirmation = result.get("confirmation")
+        if confirmation:  # correct candidates, but none held up when timed again (loop/nodes/confirm.py)
+            from agentkern.loop.nodes.confirm import summary
+
+            row.update(
+                status="failed", reason=one_line(f"no candidate held up when timed again: {summary(confirmation)}")
+            )
+            return
         suspicious = [c for c in candidates if c["status"] == "suspicious"]
         if suspicious:
             row.update(

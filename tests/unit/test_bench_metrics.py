@@ -234,3 +234,23 @@ def test_a_suspicious_candidate_counts_as_neither_correct_nor_fast(monkeypatch):
     assert M.suite_metrics([only, mixed], k=2)["speedup_at_k"] == pytest.approx(0.6)
     text = markdown(build_report("mine", "cpu", BenchOptions(target="cpu"), [only, mixed]))
     assert "| p | suspicious |" in text and "0 / 2 (1 suspicious)" in text and "1 / 2 (1 suspicious)" in text
+
+
+def test_a_run_whose_contenders_all_failed_when_timed_again_is_a_failed_row_that_says_so(monkeypatch):
+    from agentkern.bench import runner
+    from agentkern.loop import run as loop_run
+
+    class Store:
+        def candidates(self, run_id):
+            return [{"status": "ok", "correct": True, "speedup": 1.4, "error": None}]
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(loop_run, "open_store", Store)
+    row = runner.empty_row(type("Ref", (), {"name": "p", "path": "p.py"})())
+    rows = [{"candidate": "001-0", "search_speedup": 1.4, "status": "incorrect", "speedup": None, "error": "differs"}]
+    confirmation = {"budget_s": 2.0, "rows": rows, "winner": None}
+    runner._fill(row, {"run_id": "x", "best": None, "stopped_because": "done", "confirmation": confirmation})
+    assert row["status"] == "failed" and row["speedup_eager"] is None
+    assert "no candidate held up when timed again" in row["reason"] and "001-0 1.40x -> incorrect" in row["reason"]
