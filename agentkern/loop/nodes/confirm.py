@@ -23,7 +23,6 @@ from agentkern import candidates as population
 from agentkern.helpers import atomic_write_json, sha256_text
 from agentkern.loop.deps import Deps
 from agentkern.loop.state import RunState
-from agentkern.types import EvalResult
 
 CONTENDER_MARGIN = 0.15  # within 15% of the best: the spread of one timing on the development VM
 MAX_CONTENDERS = 3
@@ -60,8 +59,9 @@ def run(state: RunState, runtime: Runtime[Deps]) -> RunState:
     return {"confirmation": confirmation}
 
 
-def _evaluate(candidate: dict, deps: Deps, options) -> EvalResult | dict:
-    """The candidate evaluated again (a verdict saved by this node before a kill is reused)."""
+def _evaluate(candidate: dict, deps: Deps, options) -> dict:
+    """The candidate's verdict (EvalResult.to_json()) evaluated again; one this node saved before a kill is
+    reused."""
     path = Path(candidate["path"])
     saved = path.with_suffix(".confirm.json")
     digest = sha256_text(path.read_text())
@@ -81,8 +81,7 @@ def _evaluate(candidate: dict, deps: Deps, options) -> EvalResult | dict:
     return verdict
 
 
-def _row(candidate: dict, verdict) -> dict:
-    verdict = verdict.to_json() if isinstance(verdict, EvalResult) else verdict
+def _row(candidate: dict, verdict: dict) -> dict:
     status = verdict.get("status")
     if status == "ok" and not verdict.get("correct"):
         status = "incorrect"
