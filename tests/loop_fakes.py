@@ -29,6 +29,13 @@ class ListPolicy:
         return drafts
 
 
+def is_retiming(options) -> bool:
+    """Whether an evaluation is the confirm node's second one (loop/nodes/confirm.py: a longer time budget)."""
+    from agentkern.types import EvalOptions
+
+    return options.time_budget_s > EvalOptions().time_budget_s
+
+
 class FakeEvaluate:
     """Speedups by evaluation order (None: incorrect; "suspicious": outputs matched at 50x, beyond the
     roofline); raises KeyboardInterrupt at call `interrupt_at` to simulate a kill. A candidate timed again
@@ -44,9 +51,7 @@ class FakeEvaluate:
         self.interrupt_at = interrupt_at
 
     def __call__(self, problem_path, path, target_name, options):
-        from agentkern.types import EvalOptions
-
-        if options.time_budget_s > EvalOptions().time_budget_s:  # the confirm node's second evaluation
+        if is_retiming(options):
             self.confirmations.append(path.name)
             if path.name in self.retimed:
                 return self._verdict(self.retimed[path.name])

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
+from loop_fakes import is_retiming
 from relu_replies import COMPILE_ERROR, GOOD, NO_CODE, WRONG
 from support import ROOT, fast_options
 
@@ -25,7 +26,7 @@ from agentkern.loop import run as optimize
 from agentkern.loop.deps import OptimizeOptions
 from agentkern.models.base import ModelError, Reply
 from agentkern.models.scripted import ScriptedModel
-from agentkern.types import EvalOptions, EvalResult
+from agentkern.types import EvalResult
 
 # The second iteration's kernel: the first one with a schedule clause, so its diff against 001-0 is one line.
 GOOD_STATIC = GOOD.replace("#pragma omp parallel for", "#pragma omp parallel for schedule(static)")
@@ -122,7 +123,7 @@ def _builtin(workdir: Path) -> TracedRun:
         """No build, no timing: a verdict made up from the call's position, so the run is fast and its
         figures are known. The third candidate fails. Timed again as the winner (loop/nodes/confirm.py: a
         longer budget), a candidate gets its first verdict back."""
-        if options.time_budget_s > EvalOptions().time_budget_s:
+        if is_retiming(options):
             return first[path]
         first[path] = _made_up(calls, path)
         return first[path]

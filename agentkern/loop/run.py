@@ -26,6 +26,7 @@ from agentkern.loop.state import RunState
 from agentkern.policies.base import Policy
 from agentkern.problems import load_problem
 from agentkern.traces import RunStore
+from agentkern.traces.store import winner_row
 from agentkern.types import Draft, EvalOptions, OpSpec, RunResult, Target, Verdict
 
 
@@ -373,7 +374,7 @@ def finish(deps: Deps, final: RunState) -> RunResult:
 
 def _confirmed(candidates: list, confirmation: dict) -> dict | None:
     """The confirmed winner's record with its re-timed figures; None when no contender held up."""
-    row = next((r for r in confirmation["rows"] if r["candidate"] == confirmation["winner"]), None)
+    row = winner_row(confirmation)
     record = next((c for c in candidates if row and c["id"] == row["candidate"]), None)
     if record is None:
         return None

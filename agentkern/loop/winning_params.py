@@ -26,7 +26,7 @@ def explain(
     best = winner or population.best(candidates)
     if best is None or not best.get("params"):
         return None
-    measured = [c for c in population.correct(candidates) if c.get("params")]  # the best among them
+    measured = [c for c in population.correct(candidates) if c.get("params")]  # the winner among them
     start = measured[0]
     won, began = best["params"], start["params"]
     changed = {k: {"from": began.get(k), "to": v} for k, v in won.items() if began.get(k) != v}

@@ -322,11 +322,15 @@ def seen_status(row: dict) -> dict:
     return row
 
 
+def winner_row(confirmation: dict) -> dict | None:
+    """The confirmation's row of its winner (loop/nodes/confirm.py), None when no contender held up."""
+    return next((r for r in confirmation.get("rows", []) if r.get("candidate") == confirmation.get("winner")), None)
+
+
 def confirmed_speedup(run: dict) -> float | None:
     """The run's winner's speedup as timed again (runs.confirmation), None when it was not confirmed."""
     raw = run.get("confirmation")
     if not raw:
         return None
-    confirmation = json.loads(raw) if isinstance(raw, str) else raw
-    row = next((r for r in confirmation.get("rows", []) if r.get("candidate") == confirmation.get("winner")), None)
+    row = winner_row(json.loads(raw) if isinstance(raw, str) else raw)
     return row.get("speedup") if row else None
