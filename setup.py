@@ -18,7 +18,8 @@ setup(
     package_dir={f"agentkern.data.{name}": name for name in DATA_FOLDERS},
     package_data={
         # Data beside the code: the report's and exports' templates (traces/templates/), catalogs, ...
-        "agentkern": [f"**/*.{ext}" for ext in ("j2", "json", "toml", "yaml", "csv", "md", "txt")],
+        # and agentkern's own C++ (harness/op_observer.cpp, built by the judge at run time).
+        "agentkern": [f"**/*.{ext}" for ext in ("j2", "json", "toml", "yaml", "csv", "md", "txt", "cpp")],
         **{f"agentkern.data.{name}": ["**/*"] for name in DATA_FOLDERS},
     },
     exclude_package_data={"": ["*.pyc"]},  # bytecode a local run left beside the problems and solutions

@@ -117,6 +117,11 @@ def compile_with_ops(source: str, name: str = "kernel", extra_flags: tuple[str, 
     return compile_cpp(source, name, extra_flags), None
 
 
+def build_library(source: str, lib_path: Path, flags: tuple[str, ...], libs: tuple[str, ...] = ()) -> None:
+    """Build `source` into `lib_path` (agentkern's own libraries: harness/op_observer.py)."""
+    _build(source, lib_path, flags, os.environ.get("CXX") or "g++", libs)
+
+
 def _build(source: str, lib_path: Path, flags: tuple[str, ...], cxx: str, libs: tuple[str, ...] = ()) -> None:
     lib_path.parent.mkdir(parents=True, exist_ok=True)
     # Build in a private temp dir, then rename: concurrent evaluations of the same kernel never see a

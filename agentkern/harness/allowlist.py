@@ -7,7 +7,8 @@ initialisation) is torch doing the work, whatever its name (`_masked_softmax` fo
 `conv2d` for a matmul). Ops of other namespaces (a custom op the candidate registered) are its own.
 
 Two ways around a dispatch mode are closed here too: turning the mode off (`_DisableTorchDispatch`,
-`DisableTorchFunction`, excluding the Python dispatch key, popping the mode stack), and leaving torch for
+`DisableTorchFunction`, excluding the Python dispatch key, popping the mode stack; and RecordFunction, which
+the timed blocks' op observer listens to: op_observer.py), and leaving torch for
 numpy (`Tensor.numpy()`, `__array__`, `np.frombuffer` on a tensor's memory): both are trapped when called
 from the candidate's own code. This all runs inside the candidate's process, so a candidate with native
 code can get around it; it is one layer (the judge's own native-library check is another: native_check.py).
@@ -36,6 +37,9 @@ DISPATCH_SWITCHES = (
     "_pop_torch_function_stack",
 )
 PYTHON_DISPATCH_SWITCHES = ("_disable_current_modes", "_pop_mode", "_pop_mode_temporarily", "_disable_infra_mode")
+# torch._C._autograd (and torch.autograd's aliases) names that turn RecordFunction off: the op observer's
+# callbacks (op_observer.py) would then miss the ops dispatched meanwhile.
+RECORD_FUNCTION_SWITCHES = ("_enable_record_function", "_clear_callbacks")
 
 
 class AllowlistMode(TorchDispatchMode):
@@ -84,6 +88,10 @@ class Traps:
         for name in PYTHON_DISPATCH_SWITCHES:
             if hasattr(python_dispatch, name):
                 setattr(python_dispatch, name, self._trap(getattr(python_dispatch, name), "dispatch_guard", name))
+        for module in (torch._C._autograd, torch.autograd):
+            for name in RECORD_FUNCTION_SWITCHES:
+                if hasattr(module, name):
+                    setattr(module, name, self._trap(getattr(module, name), "dispatch_guard", name))
         torch.Tensor.numpy = self._trap(torch.Tensor.numpy, "numpy_fallback", "Tensor.numpy")
         torch.Tensor.__array__ = self._trap(torch.Tensor.__array__, "numpy_fallback", "Tensor.__array__")
         numpy = sys.modules.get("numpy")
@@ -114,7 +122,8 @@ def fallback_verdict(answer: dict) -> Rejected | None:
     if isinstance(trapped, list) and len(trapped) == 2:
         code, name = (str(x)[:64] for x in trapped)
         if code == "dispatch_guard":
-            return Rejected(code, f"turned torch's dispatch modes off ({name}): the op allowlist must see every op")
+            what = f"turned torch's dispatch modes or op callbacks off ({name})"
+            return Rejected(code, f"{what}: the op allowlist must see every op")
         return Rejected("numpy_fallback", f"hands a tensor's memory to numpy ({name}): numpy computing is a fallback")
     op = answer.get("refused_op")
     return refused(str(op)[:64]) if op else None

@@ -95,8 +95,9 @@ def hidden_folders() -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in folders))
 
 
-def command(argv: list[str], scratch: Path) -> list[str]:
-    """`argv` wrapped for confinement: read-only everything, `scratch` writable, the judge's folders hidden."""
+def command(argv: list[str], scratch: Path, readable: list[Path] | tuple = ()) -> list[str]:
+    """`argv` wrapped for confinement: read-only everything, `scratch` writable, the judge's folders hidden
+    but for the folders in `readable` (agentkern's own libraries there: op_observer.py), shown read-only."""
     if not bwrap_status()[0]:
         return argv
     scratch = scratch.resolve()
@@ -115,6 +116,8 @@ def command(argv: list[str], scratch: Path) -> list[str]:
     )
     for needed in _outermost(under_tmp):
         args += ["--ro-bind", str(needed), str(needed)]
+    for folder in readable:
+        args += ["--ro-bind", str(Path(folder).resolve()), str(Path(folder).resolve())]
     args += ["--bind", str(scratch), str(SANDBOX_SCRATCH), "--chdir", str(SANDBOX_SCRATCH)]
     # The runner caps its tasks before any candidate code (deaths.cap_tasks): in its own user namespace the
     # kernel counts only the sandbox's processes and threads against the limit, so a fork bomb stops there.

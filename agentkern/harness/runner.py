@@ -36,6 +36,8 @@ class Runner:
         self.model = None
         self.device = None
         self.guards = None
+        self.observer = None  # op_observer.Observer, in a guarded runner where the judge built it
+        self.observed: set[str] = set()  # the torch ops the observer saw in the last block
         self.kept: list = []
         self.records_launches = False
         self.device_buffers = None  # cuda_ipc.OpenedBuffers: the judge's device memory, on a GPU
@@ -65,6 +67,7 @@ class Runner:
         if cmd["guarded"] and self.guards is None:  # a second load (a second shape) keeps the first's guards
             from agentkern.harness.runner_guards import Guards
 
+            self.observer = self._observer(cmd.get("observer"))  # before the candidate's code is imported
             self.guards = Guards(str(path))
         self._begin(watch=False)
         try:
@@ -89,13 +92,28 @@ class Runner:
         if self.guards is not None:
             self.guards.check(first=True)
         params = [*self.model.parameters(), *self.model.buffers()]
-        return {"loaded": True, "threads": torch.get_num_threads(), "param_bytes": sum(p.nbytes for p in params)}
+        loaded = {"loaded": True, "threads": torch.get_num_threads(), "param_bytes": sum(p.nbytes for p in params)}
+        return loaded | {"observer": self.observer is not None}
+
+    @staticmethod
+    def _observer(path):
+        """The op observer (op_observer.py) from the library the judge built, or None (the mode then covers
+        the timed blocks too)."""
+        if not path:
+            return None
+        from agentkern.harness.op_observer import Observer
+
+        try:
+            return Observer(str(path))
+        except OSError:
+            return None
 
     def block(self, cmd: dict) -> dict:
-        """Call the model once per call. The candidate's (guarded) calls run under the op allowlist, a Python
-        dispatch mode costing it 3-8 us per aten op (measured: docs/harness.md); the reference's record their
-        ops and FLOPs in the trials and run bare when timed, as in a user's model (a mode there too would charge
-        the reference for every op it dispatches, most often more ops than a kernel's, and flatter the kernel)."""
+        """Call the model once per call. The candidate's (guarded) calls run under the op allowlist: in the
+        trials a Python dispatch mode costing it 3-8 us per aten op (measured: docs/harness.md), in timed blocks
+        the op observer (~0.2 us) where it was built, else the mode again; the reference's record their ops and
+        FLOPs in the trials and run bare when timed, as in a user's model (a mode there too would charge the
+        reference for every op it dispatches, most often more ops than a kernel's, and flatter the kernel)."""
         import contextlib
 
         from agentkern.harness import allowlist
@@ -103,7 +121,11 @@ class Runner:
 
         self.kept = []
         self.mapping.ensure(cmd["arena_size"])
-        if self.guards is not None:
+        # The observer notes the ops of every guarded block: a trial's become what a timed block may dispatch.
+        observer = self.observer if self.guards is not None and not cmd.get("plan") else None
+        if self.guards is not None and observer is not None and not cmd.get("record"):
+            mode = contextlib.nullcontext()  # a timed block: the observer alone
+        elif self.guards is not None:
             mode = allowlist.AllowlistMode()
         elif cmd.get("record"):
             mode = OpRecorder()
@@ -122,11 +144,16 @@ class Runner:
                 # Off the GPU one input view is described as an output would be; on it nothing is copied.
                 outputs = [[] if inputs is not None else [a for a in xs if hasattr(a, "data_ptr")][:1] for xs in args]
             else:
-                outputs = self._calls(cmd["calls"], mode, inputs)
+                outputs = self._calls(cmd["calls"], mode, inputs, observer)
         finally:
             self._end()
         described = self._describe_all(outputs, inputs)
         answer = {"outputs": described}
+        if observer is not None and not cmd.get("dry"):
+            if cmd.get("record"):
+                observer.vetted |= self.observed
+            elif observer.refused(self.observed):
+                answer["refused_op"] = observer.refused(self.observed)
         if launches:
             from agentkern.harness import launch_record
 
@@ -154,9 +181,10 @@ class Runner:
             return inputs, None
         return inputs, self.device_buffers.get("outputs", outputs, self.device)[: int(outputs["used"])]
 
-    def _calls(self, calls: list, mode, on_device=None) -> list:
+    def _calls(self, calls: list, mode, on_device=None, observer=None) -> list:
         import torch
 
+        from agentkern.harness.allowlist import AllowlistMode
         from agentkern.harness.correctness import as_tensor_list
         from agentkern.harness.rejections import Rejected
 
@@ -165,13 +193,19 @@ class Runner:
             # The inputs' views are the harness's, made before the op allowlist's mode is entered: under it each
             # view would be charged to the candidate (~15 us a call, measured) and not to the reference.
             arguments = [self._arguments(call, on_device) for call in calls]
+        if observer is not None:
+            observer.arm()
         with torch.no_grad(), mode:
             for args in arguments:
                 outputs.append(as_tensor_list(self.model(*args), "forward"))
             if self.outputs_region is None and self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
-            if calls and self.guards is not None and torch._C._len_torch_dispatch_stack() < 1:
+            if calls and isinstance(mode, AllowlistMode) and torch._C._len_torch_dispatch_stack() < 1:
                 raise Rejected("dispatch_guard", "took the op allowlist's dispatch mode off the stack")
+        if observer is not None:
+            self.observed, tampered = observer.disarm()
+            if tampered:
+                raise Rejected("dispatch_guard", tampered)
         if self.outputs_region is not None:
             with torch.no_grad():  # the harness's own copies, outside the op allowlist and the op recorder
                 outputs = self._to_region(outputs)  # inside the timed block: the copy is part of the call's cost

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from agentkern.harness import confine
+from agentkern.harness import confine, op_observer
 from agentkern.harness.arena import Arena, described
 from agentkern.harness.omp_env import runner_thread_env
 from agentkern.harness.rejections import Rejected
@@ -55,7 +55,7 @@ class RunnerProcess:
         argv = [sys.executable, "-m", "agentkern.harness.runner", str(reply_w), str(self.arena.fd)]
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                confine.command(argv, scratch) if confined else argv,
+                confine.command(argv, scratch, readable=op_observer.readable()) if confined else argv,
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,

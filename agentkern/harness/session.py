@@ -120,8 +120,10 @@ class EvalSession:
         self.param_bytes = int(ref.get("param_bytes", 0))
         self.phase.enter("compile")
         t1 = perf_clock()
-        self.sides["candidate"].load(self.candidate_kind, self._candidate_source(), init, self.init_seed, common)
+        cand = self.sides["candidate"].load(self.candidate_kind, self._candidate_source(), init, self.init_seed, common)
         self.details["threads"] = ref.get("threads")
+        if self.candidate_kind == "solution":  # what watched its timed ops (the runner's word: shown, never used)
+            self.details["timed_op_watch"] = "op observer" if cand.get("observer") is True else "dispatch mode"
         self.timings["load_problem_s"] = self.timings.get("load_problem_s", 0.0) + t1 - t0
         self.timings["compile_s"] = self.timings.get("compile_s", 0.0) + perf_clock() - t1
 

@@ -158,6 +158,11 @@ class Side:
         self._use_device(torch.device(common["device"]))
         guarded = self.is_candidate and kind == "solution"  # the torch.compile baseline is agentkern's own code
         cmd |= {"init_seed": init_seed, "arena_size": self.runner.arena.size, "guarded": guarded}
+        if guarded:
+            from agentkern.harness.op_observer import library
+
+            observer = library()  # built here, by the judge; None: the timed blocks keep the Python mode
+            cmd["observer"] = str(observer) if observer is not None else None
         answer, _ = self.ask(cmd | common, loading=True)
         left = self.runner.others()
         if left and self.is_candidate:
