@@ -24,7 +24,17 @@ CORRECTNESS_KEYS = (
     "threads",
     "device",
 )
-TIMING_KEYS = ("timing", "phases", "roofline_bound_ms", "bound", "roofline_check", "work", "wall_s", "warm_worker")
+TIMING_KEYS = (
+    "timing",
+    "phases",
+    "roofline_bound_ms",
+    "bound",
+    "roofline_check",
+    "work",
+    "wall_s",
+    "warm_worker",
+    "timed_op_watch",  # what watched the candidate's torch ops while it was timed (harness/op_observer.py)
+)
 # Where the build's and the worker's output end up, in the order a reader wants them.
 LOG_KEYS = (("nvcc_log", "nvcc"), ("traceback", "traceback"), ("log_tail", "worker output"))
 
