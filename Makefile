@@ -26,9 +26,13 @@ test: $(STAMP) lint chromium bubblewrap
 	$(BIN)/python -m pytest -q
 
 # A real model behind a real OpenAI-compatible server (tests/llm): installs the local-llm extra (llama.cpp
-# builds from source, about 4 minutes on 2 cores the first time; pip keeps the wheel), then about 2 minutes.
+# builds from source, about 4 minutes on 2 cores, each time: see below), then about 2 minutes.
+# llama.cpp is built for a portable x86-64 (AVX2, FMA, F16C), not with -march=native, and never from pip's
+# cache: on an AVX-512 Xeon with AMX (2026-11-26) the native build's CPU backend died of a general protection
+# fault in its first completion, and a wheel pip kept from one host is reused on the next, whatever its CPU.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 test-llm: $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[local-llm]' 2>&1 | grep -v "is ignored: it is neither" || true
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-cache-dir -e '.[local-llm]' 2>&1 | grep -v "is ignored: it is neither" || true
 	$(BIN)/python -m pytest -q -m real_llm tests/llm
 
 # The unit tier only: no sandbox, no compiler, under a minute.

