@@ -152,8 +152,8 @@ class Runner:
         if observer is not None and not cmd.get("dry"):
             if cmd.get("record"):
                 observer.vetted |= self.observed
-            elif observer.refused(self.observed):
-                answer["refused_op"] = observer.refused(self.observed)
+            elif refused := observer.refused(self.observed):
+                answer["refused_op"] = refused
         if launches:
             from agentkern.harness import launch_record
 
