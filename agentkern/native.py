@@ -62,17 +62,25 @@ def compile_cpp(
 ) -> ctypes.CDLL:
     """Compile `source` (exported functions declared `extern "C"`) and return the loaded library. `libs` go
     after the source on the command line (a linker drops a library named before the code that needs it)."""
+    lib_path = built_library(source, name, DEFAULT_FLAGS + tuple(extra_flags), libs, cxx)
+    # RTLD_LOCAL keeps two candidates' symbols apart when both are loaded into one process.
+    return ctypes.CDLL(str(lib_path), mode=os.RTLD_LOCAL)
+
+
+def built_library(
+    source: str, name: str, flags: tuple[str, ...], libs: tuple[str, ...] = (), cxx: str | None = None
+) -> Path:
+    """The cached library of `source` built with exactly these flags, built now when missing (not loaded:
+    agentkern's own libraries are built by the judge and loaded by a runner, harness/op_observer.py)."""
     cxx = cxx or os.environ.get("CXX") or "g++"
     if shutil.which(cxx) is None:
         raise CompileError(f"C++ compiler {cxx!r} not found on PATH")
-    flags = DEFAULT_FLAGS + tuple(extra_flags)
     lib_path = library_path(source, name, flags + tuple(libs), cxx)
     if not lib_path.exists():
         global BUILDS
         BUILDS += 1
         _build(source, lib_path, flags, cxx, libs)
-    # RTLD_LOCAL keeps two candidates' symbols apart when both are loaded into one process.
-    return ctypes.CDLL(str(lib_path), mode=os.RTLD_LOCAL)
+    return lib_path
 
 
 @cache
@@ -115,11 +123,6 @@ def compile_with_ops(source: str, name: str = "kernel", extra_flags: tuple[str, 
         except (CompileError, OSError):
             pass  # no toolchain for torch's headers, or its library will not load: the plain build below
     return compile_cpp(source, name, extra_flags), None
-
-
-def build_library(source: str, lib_path: Path, flags: tuple[str, ...], libs: tuple[str, ...] = ()) -> None:
-    """Build `source` into `lib_path` (agentkern's own libraries: harness/op_observer.py)."""
-    _build(source, lib_path, flags, os.environ.get("CXX") or "g++", libs)
 
 
 def _build(source: str, lib_path: Path, flags: tuple[str, ...], cxx: str, libs: tuple[str, ...] = ()) -> None:

@@ -45,12 +45,9 @@ def library() -> Path | None:
     flags = ("-O2", "-std=c++17", "-shared", "-fPIC", *build[0])
     try:
         source = SOURCE.read_text() + f"\n// torch {torch.__version__}\n"  # a torch upgrade rebuilds it
-        lib = native.library_path(source, "akobserver", flags + build[1], os.environ.get("CXX") or "g++")
-        if not lib.exists():
-            native.build_library(source, lib, flags, build[1])
+        return native.built_library(source, "akobserver", flags, build[1])
     except (native.CompileError, OSError):
         return None
-    return lib
 
 
 def readable() -> list[Path]:

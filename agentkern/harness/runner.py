@@ -37,7 +37,6 @@ class Runner:
         self.device = None
         self.guards = None
         self.observer = None  # op_observer.Observer, in a guarded runner where the judge built it
-        self.observed: set[str] = set()  # the torch ops the observer saw in the last block
         self.kept: list = []
         self.records_launches = False
         self.device_buffers = None  # cuda_ipc.OpenedBuffers: the judge's device memory, on a GPU
@@ -134,6 +133,7 @@ class Runner:
         inputs, self.outputs_region = self._device_memory(cmd)  # before the guards: the judge's memory, mapped
         self._begin(watch=bool(cmd.get("watch")))
         launches = self.records_launches and bool(cmd.get("record") or cmd.get("plan"))
+        observed = None  # the torch ops the observer saw in this block's calls
         if launches:
             from agentkern.harness import launch_record
 
@@ -144,15 +144,15 @@ class Runner:
                 # Off the GPU one input view is described as an output would be; on it nothing is copied.
                 outputs = [[] if inputs is not None else [a for a in xs if hasattr(a, "data_ptr")][:1] for xs in args]
             else:
-                outputs = self._calls(cmd["calls"], mode, inputs, observer)
+                outputs, observed = self._calls(cmd["calls"], mode, inputs, observer)
         finally:
             self._end()
         described = self._describe_all(outputs, inputs)
         answer = {"outputs": described}
-        if observer is not None and not cmd.get("dry"):
+        if observed is not None:
             if cmd.get("record"):
-                observer.vetted |= self.observed
-            elif refused := observer.refused(self.observed):
+                observer.vetted |= observed
+            elif refused := observer.refused(observed):
                 answer["refused_op"] = refused
         if launches:
             from agentkern.harness import launch_record
@@ -181,7 +181,8 @@ class Runner:
             return inputs, None
         return inputs, self.device_buffers.get("outputs", outputs, self.device)[: int(outputs["used"])]
 
-    def _calls(self, calls: list, mode, on_device=None, observer=None) -> list:
+    def _calls(self, calls: list, mode, on_device=None, observer=None) -> tuple[list, set[str] | None]:
+        """(each call's outputs, the torch ops `observer` saw during the calls, or None without one)."""
         import torch
 
         from agentkern.harness.allowlist import AllowlistMode
@@ -202,15 +203,16 @@ class Runner:
                 torch.cuda.synchronize(self.device)
             if calls and isinstance(mode, AllowlistMode) and torch._C._len_torch_dispatch_stack() < 1:
                 raise Rejected("dispatch_guard", "took the op allowlist's dispatch mode off the stack")
+        observed = None
         if observer is not None:
-            self.observed, tampered = observer.disarm()
+            observed, tampered = observer.disarm()
             if tampered:
                 raise Rejected("dispatch_guard", tampered)
         if self.outputs_region is not None:
             with torch.no_grad():  # the harness's own copies, outside the op allowlist and the op recorder
                 outputs = self._to_region(outputs)  # inside the timed block: the copy is part of the call's cost
             torch.cuda.synchronize(self.device)
-        return outputs
+        return outputs, observed
 
     def _arguments(self, call: list, on_device=None) -> list:
         import torch
