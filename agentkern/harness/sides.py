@@ -8,6 +8,7 @@ failures are the problem's: they end the evaluation as an error about the proble
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,8 +190,7 @@ class Side:
         specs = self.runner.arena.write(calls)
         cmd = {"op": "block", "calls": specs, "arena_size": self.runner.arena.size, **flags}
         cmd |= self._device_fields(expected)
-        fence = self.device_outputs.fence if "device_outputs" in cmd else None
-        answer, seconds = self.ask(cmd, fence=fence)
+        answer, seconds = self._timed_ask(cmd)
         if self.device_outputs is not None:
             self.device_outputs.release_retired()
         left = self.runner.others()
@@ -250,14 +250,26 @@ class Side:
         """The candidate's in-process guards, after a block (outside any timed window)."""
         self.ask({"op": "check", "first": first})
 
-    def dry_block_seconds(self, calls: list[list], repeats: int) -> list[float]:
+    def dry_block_seconds(self, calls: list[list], repeats: int, expected: list[list] | None = None) -> list[float]:
         """`repeats` blocks of these calls that do everything but call the model: what the handshake and the
-        protocol cost (thaw, the command, the inputs' views, the answer, stop). The inputs are written once.
-        Asked of the reference's runner only."""
+        protocol cost (thaw, the command, the inputs' views, the answer, stop; on a GPU also copying `expected`'s
+        bytes into the output region and the judge's fence over it). The inputs are written once. Asked of the
+        reference's runner only."""
         specs = self.runner.arena.write(calls)
         cmd = {"op": "block", "calls": specs, "arena_size": self.runner.arena.size, "dry": True}
-        cmd |= self._device_fields(None)
-        return [self.ask(cmd)[1] for _ in range(repeats)]
+        dry_outputs = os.environ.get("AGENTKERN_GPU_DRY_OUTPUTS", "1") != "0"  # 0: measure the old way
+        cmd |= self._device_fields(expected if dry_outputs else None)
+        return [self._timed_ask(cmd)[1] for _ in range(repeats)]
+
+    def _timed_ask(self, cmd: dict) -> tuple[dict, float]:
+        """A block's command, timed: on a GPU, the device is brought to its working clocks first (gpu_clocks.py)
+        and the judge's read of the output region is the fence before the clock stops."""
+        if self.device_outputs is not None:
+            from agentkern.harness import gpu_clocks
+
+            gpu_clocks.warm(self.device_outputs.device)
+        fence = self.device_outputs.fence if "device_outputs" in cmd else None
+        return self.ask(cmd, fence=fence)
 
     def _protocol(self, what: str) -> Exception:
         if self.is_candidate:

@@ -3,9 +3,10 @@
 Each side runs in its own runner process (runners.py). A block of n calls is timed on the judge's clock,
 from just before the runner is thawed to just after it is stopped again having answered: a candidate
 cannot touch the clock, and work it defers past its answer is still inside its time. The cost of the
-machinery itself (thaw, the command, the inputs' views, the answer, stop) is measured on the reference's
-runner with dry blocks of the same size and taken off both sides; blocks are sized so that it stays a small
-part of a block even so. Blocks
+machinery itself (thaw, the command, the inputs' views, the answer, stop; on a GPU also the outputs' copy
+into the judge's region, the judge's fence and the switches between the two processes' GPU contexts) is
+measured on the reference's runner with dry blocks of the same size and taken off both sides; blocks are
+sized so that it stays a small part of a block even so. Blocks
 alternate between the sides, each call gets fresh inputs in fresh memory, and every timed output is
 compared with the reference's output for the same inputs.
 Two modes, as in the CUDA-L2 paper: `offline` (blocks of back-to-back calls) and `server` (one call per
@@ -59,6 +60,10 @@ class CacheFlusher:
 TARGET_BLOCK_S = 0.02  # per-block costs (a first call on cold caches) stay a small part of a block
 BLOCK_MEMORY_BYTES = 256 * 2**20  # inputs and kept outputs of one block, per side
 HANDSHAKE_PROBES = 7
+# The blocks' whole wall time, inputs drawn and written included, stays near this many times the budget for the
+# calls themselves: at a GPU size each fresh 256 MiB input takes ~0.5 s to draw on the CPU, which the calls'
+# budget does not see (an H100 evaluation of softmax at 8192 x 8192 took over 165 s without this bound).
+WALL_PER_BUDGET = 40
 
 
 def _per_call_ms(block_s: float, handshake_s: float, calls: int) -> float:
@@ -88,7 +93,7 @@ class _Pairs:
         """What a block of n calls costs besides the calls (handshake, command, inputs' views, answer), as the
         median of dry blocks on the reference's runner: taken off both sides' blocks."""
         sample = self.fresh_inputs(-2)
-        return statistics.median(self.reference.dry_block_seconds([sample] * n, HANDSHAKE_PROBES))
+        return statistics.median(self.reference.dry_block_seconds([sample] * n, HANDSHAKE_PROBES, [self.like] * n))
 
     def _timed(self, side, calls):
         if self.flusher is not None:
@@ -150,9 +155,16 @@ def measure_blocks(
     n = max(1, math.ceil(calls / blocks)) if mode != "server" else 1
     pairs.handshake_s = pairs.overhead_s(n)
     ref_samples, cand_samples = Samples(), Samples()
+    wall_limit_s, started = WALL_PER_BUDGET * time_budget_s, time.perf_counter()
+    fewest = max(min(3, blocks), math.ceil(min_calls / n))
     for b in range(blocks):
         ref_ms, cand_ms = pairs.pair(n, cand_first=b % 2 == 1)  # alternate who goes first
         ref_samples.ms.append(ref_ms)
         cand_samples.ms.append(cand_ms)
-    block = {"blocks": blocks, "calls_per_block": n, "handshake_us": round(pairs.handshake_s * 1e6, 1)}
+        done = b + 1
+        if done >= fewest and done % 2 == 0 and time.perf_counter() - started > wall_limit_s:
+            break  # each side went first as often as the other
+    block = {"blocks": len(ref_samples.ms), "calls_per_block": n, "handshake_us": round(pairs.handshake_s * 1e6, 1)}
+    if len(ref_samples.ms) < blocks:
+        block["stopped_at_wall_s"] = round(wall_limit_s, 1)
     return {"reference": ref_samples.summary(n), "kernel": cand_samples.summary(n), "mode": mode, **block}

@@ -1,0 +1,73 @@
+"""The judge's block loop (harness/timing.py) with stand-in sides: how many blocks it times, and the bound on
+their whole wall time when drawing each call's inputs costs far more than the calls themselves (GPU sizes)."""
+
+import time
+
+import torch
+
+from agentkern.harness import gpu_clocks
+from agentkern.harness.sides import Block
+from agentkern.harness.timing import WALL_PER_BUDGET, measure_blocks
+
+
+class StandInSide:
+    """Answers every call with the inputs' first tensor doubled, in `seconds` on the judge's clock."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.blocks, self.dry_expected = seconds, 0, None
+
+    def run_block(self, calls, expected=None):
+        self.blocks += 1
+        return Block([[call[0] * 2] for call in calls], self.seconds * len(calls), {})
+
+    def dry_block_seconds(self, calls, repeats, expected=None):
+        self.dry_expected = expected
+        return [self.seconds / 10] * repeats
+
+
+def _measure(draw_s: float, budget_s: float):
+    reference, candidate = StandInSide(1e-6), StandInSide(1e-6)  # calls far below the budget
+
+    def fresh_inputs(i):
+        time.sleep(draw_s)  # what a 256 MiB input costs to draw on the CPU, scaled down
+        return [torch.full((4,), float(i))]
+
+    timing = measure_blocks(
+        reference,
+        candidate,
+        fresh_inputs,
+        lambda dtype: 1e-5,
+        lambda out, recent: None,
+        [torch.zeros(4)],
+        mode="server",  # one call a block: the blocks are the calls
+        time_budget_s=budget_s,
+        min_calls=5,
+        max_calls=200,
+        flush_bytes=4096,
+        seed=0,
+    )
+    return timing, reference, candidate
+
+
+def test_blocks_stop_near_the_wall_bound_when_inputs_are_slow_to_draw():
+    timing, reference, candidate = _measure(draw_s=0.01, budget_s=0.001)  # bound: 40 ms of blocks
+    assert timing["stopped_at_wall_s"] == round(WALL_PER_BUDGET * 0.001, 1)
+    blocks = timing["blocks"]
+    assert 6 <= blocks < 20 and blocks % 2 == 0  # at least min_calls, each side first as often as the other
+    assert timing["kernel"]["calls"] == blocks and candidate.blocks == blocks + 1  # plus the warm-up pair
+    (expected,) = reference.dry_expected  # dry blocks are sized by the outputs' bytes too (a GPU's output copy)
+    assert torch.equal(expected[0], torch.zeros(4))
+
+
+def test_blocks_all_run_when_inputs_are_cheap():
+    timing, _, _ = _measure(draw_s=0.0, budget_s=0.5)
+    assert "stopped_at_wall_s" not in timing and timing["blocks"] == 200
+
+
+def test_warming_is_nothing_off_the_gpu(monkeypatch):
+    monkeypatch.setenv("AGENTKERN_GPU_WARM_MS", "50")
+    started = time.perf_counter()
+    gpu_clocks.warm(torch.device("cpu"))
+    assert time.perf_counter() - started < 0.01 and gpu_clocks.warm_ms() == 50
+    monkeypatch.setenv("AGENTKERN_GPU_WARM_MS", "nonsense")
+    assert gpu_clocks.warm_ms() == gpu_clocks.DEFAULT_WARM_MS
