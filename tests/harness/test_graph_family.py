@@ -142,6 +142,10 @@ CASES = [
         "[torch.randn(2, 4, 11, 9)]",
     ),
     ("bmm", "pass", "torch.bmm(x, y)", "[torch.randn(3, 4, 5), torch.randn(3, 5, 6)]"),
+    # B read transposed in place (a linear layer's weight, x @ y^T): the 8 x 8 register transposes and their
+    # tails (K = 37 or 24, N = 70 or 40: not whole 8 x 8 blocks or 32-column panels; M = 19: a short row panel)
+    ("linear_weight_in_place", "self.l = nn.Linear(37, 70)", "self.l(x)", "[torch.randn(19, 37)]"),
+    ("bmm_transposed", "pass", "torch.bmm(x, y.transpose(1, 2))", "[torch.randn(2, 17, 24), torch.randn(2, 40, 24)]"),
     ("matvec", "pass", "torch.matmul(x, y)", "[torch.randn(7, 9), torch.randn(9, 1)]"),
 ]
 
