@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace {
 
@@ -27,6 +28,7 @@ std::mutex names_mutex;
 // Names seen while armed, keyed by a hash of the name (the name's pointer is not stable for every kind of
 // RecordFunction, its text is).
 std::unordered_map<uint64_t, std::string> names;
+std::vector<const std::string*> order;  // the names in the order first seen: the first refused op is named
 bool installed = false;
 
 uint64_t fnv1a(const char* s) {
@@ -42,7 +44,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     if (name == nullptr) return nullptr;
     const uint64_t h = fnv1a(name);
     std::lock_guard<std::mutex> lock(names_mutex);
-    if (names.find(h) == names.end()) names.emplace(h, name);
+    if (names.find(h) == names.end()) order.push_back(&names.emplace(h, name).first->second);
     return nullptr;
 }
 
@@ -63,11 +65,12 @@ int ak_observer_install() {
 void ak_observer_arm() {
     std::lock_guard<std::mutex> lock(names_mutex);
     names.clear();
+    order.clear();
     arms.fetch_add(1);
     armed.store(true);
 }
 
-// Stop noting names. Writes the names seen, one per line, into buf (at most cap bytes, NUL-terminated) and
+// Stop noting names. Writes the names seen, one per line in the order first seen, into buf (at most cap bytes, NUL-terminated) and
 // returns the length they need (without the NUL); *was_armed: whether it was still armed; *arm_count: how
 // many times it has been armed in all.
 int64_t ak_observer_disarm(char* buf, int64_t cap, int* was_armed, uint64_t* arm_count) {
@@ -75,8 +78,8 @@ int64_t ak_observer_disarm(char* buf, int64_t cap, int* was_armed, uint64_t* arm
     *arm_count = arms.load();
     std::lock_guard<std::mutex> lock(names_mutex);
     std::string all;
-    for (const auto& entry : names) {
-        all += entry.second;
+    for (const std::string* name : order) {
+        all += *name;
         all += '\n';
     }
     if (cap > 0) {

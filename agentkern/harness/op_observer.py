@@ -79,9 +79,9 @@ class Observer:
         self.arms += 1
         self.lib.ak_observer_arm()
 
-    def disarm(self) -> tuple[set[str], str | None]:
-        """(the torch op names dispatched since arm(), a tampering finding or None). Call it right after the
-        calls: the canary op here must be seen."""
+    def disarm(self) -> tuple[list[str], str | None]:
+        """(the torch op names dispatched since arm(), each once, in the order first dispatched; a tampering
+        finding or None). Call it right after the calls: the canary op here must be seen."""
         import torch
 
         before = self.lib.ak_observer_events()
@@ -91,17 +91,22 @@ class Observer:
         was_armed, arms = ctypes.c_int(), ctypes.c_uint64()
         size = self.lib.ak_observer_disarm(buf, NAMES_LIMIT, ctypes.byref(was_armed), ctypes.byref(arms))
         if not fired:
-            return set(), "turned the op observer's callbacks off"
+            return [], "turned the op observer's callbacks off"
         if not was_armed.value or arms.value != self.arms:
-            return set(), "disarmed or re-armed the op observer"
+            return [], "disarmed or re-armed the op observer"
         if size >= NAMES_LIMIT:
-            return set(), "dispatched more operators than the op observer reads back"
-        names = {n for n in buf.value.decode("utf-8", "replace").split("\n") if n.startswith(TORCH_NAMESPACES)}
+            return [], "dispatched more operators than the op observer reads back"
+        names = [n for n in buf.value.decode("utf-8", "replace").split("\n") if n.startswith(TORCH_NAMESPACES)]
         return names, None
 
-    def refused(self, names: set[str]) -> str | None:
-        """The first op of a timed block that its trials did not dispatch and that is not neutral."""
-        for name in sorted(names - self.vetted):
-            if name.startswith(TORCH_NAMESPACES) and name.split("::", 1)[1] not in NEUTRAL_OPS:
+    def refused(self, names: list[str]) -> str | None:
+        """The first op of a timed block (in dispatch order) that its trials did not dispatch and that is not
+        neutral."""
+        for name in names:
+            if (
+                name not in self.vetted
+                and name.startswith(TORCH_NAMESPACES)
+                and name.split("::", 1)[1] not in NEUTRAL_OPS
+            ):
                 return name.split("::", 1)[1]
         return None

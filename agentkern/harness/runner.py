@@ -153,7 +153,7 @@ class Runner:
         answer = {"outputs": described}
         if observed is not None:
             if cmd.get("record"):
-                observer.vetted |= observed
+                observer.vetted.update(observed)
             elif refused := observer.refused(observed):
                 answer["refused_op"] = refused
         if launches:
@@ -183,7 +183,7 @@ class Runner:
             return inputs, None
         return inputs, self.device_buffers.get("outputs", outputs, self.device)[: int(outputs["used"])]
 
-    def _calls(self, calls: list, mode, on_device=None, observer=None) -> tuple[list, set[str] | None]:
+    def _calls(self, calls: list, mode, on_device=None, observer=None) -> tuple[list, list[str] | None]:
         """(each call's outputs, the torch ops `observer` saw during the calls, or None without one)."""
         import torch
 

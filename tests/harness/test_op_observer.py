@@ -29,14 +29,21 @@ def test_notes_the_ops_of_a_block_and_only_those(observer):
     assert tampered is None
     assert "aten::relu" in names and "aten::sigmoid" not in names
     assert "aten::empty" in names  # the runner's canary, dispatched before reading back
+    observer.arm()
+    torch.sigmoid(torch.relu(x))
+    torch.relu(x).neg()
+    names, _ = observer.disarm()
+    torch_ops = [n for n in names if n in ("aten::relu", "aten::sigmoid", "aten::neg")]
+    assert torch_ops == ["aten::relu", "aten::sigmoid", "aten::neg"]  # once each, in the order first dispatched
 
 
 def test_refuses_ops_the_trials_did_not_dispatch_unless_neutral(observer):
     observer.vetted = {"aten::relu", "aten::clamp_min"}
     try:
-        assert observer.refused({"aten::relu", "aten::clamp_min", "aten::empty_like", "aten::view"}) is None
-        assert observer.refused({"aten::relu", "aten::sigmoid"}) == "sigmoid"
-        assert observer.refused({"ak_0123::gemm", "PythonDispatchMode"}) is None  # a kernel's own op, not torch's
+        assert observer.refused(["aten::relu", "aten::clamp_min", "aten::empty_like", "aten::view"]) is None
+        assert observer.refused(["aten::relu", "aten::sigmoid"]) == "sigmoid"
+        assert observer.refused(["aten::tanh", "aten::relu", "aten::sigmoid"]) == "tanh"  # the first, not by name
+        assert observer.refused(["ak_0123::gemm", "PythonDispatchMode"]) is None  # a kernel's own op, not torch's
     finally:
         observer.vetted = set()
 
@@ -48,7 +55,7 @@ def test_sees_record_function_turned_off(observer):
         names, tampered = observer.disarm()
     finally:
         torch._C._autograd._enable_record_function(True)
-    assert names == set() and tampered == "turned the op observer's callbacks off"
+    assert names == [] and tampered == "turned the op observer's callbacks off"
     observer.arm()
     assert observer.disarm()[1] is None  # back on: watched again
 
