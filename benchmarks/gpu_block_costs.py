@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import torch
+from _common import load_module
 
 
 def _sm_clock_mhz():
@@ -79,12 +80,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
 
-    import importlib.util
-
     problem = load_problem_module(str(args.problem), "costs_problem", "gpu")
-    spec = importlib.util.spec_from_file_location("costs_kernel", args.kernel)
-    kernel_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kernel_module)
+    kernel_module = load_module(args.kernel, "costs_kernel")
     init = problem.get_init_inputs()
     torch.manual_seed(1)
     models = {"reference": problem.Model(*init).cuda().eval()}
