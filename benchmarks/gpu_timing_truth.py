@@ -81,6 +81,7 @@ def main() -> None:
             "blocks": timing.get("blocks"),
             "calls_per_block": timing.get("calls_per_block"),
             "handshake_us": timing.get("handshake_us"),
+            "stopped_at_wall_s": timing.get("stopped_at_wall_s"),
             "wall_s": result.details.get("wall_s"),
         },
     }

@@ -17,7 +17,9 @@ the judge's device memory (cuda_ipc.py, device_outputs.py): no host copy inside 
 from __future__ import annotations
 
 import math
+import os
 import random
+import resource
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -58,7 +60,12 @@ class CacheFlusher:
 
 
 TARGET_BLOCK_S = 0.02  # per-block costs (a first call on cold caches) stay a small part of a block
-BLOCK_MEMORY_BYTES = 256 * 2**20  # inputs and kept outputs of one block, per side
+BLOCK_MEMORY_BYTES = 256 * 2**20  # inputs and kept outputs of one block, per side, in host memory
+# On a GPU they live in device memory (the judge's regions, the runner's outputs): a block there may hold up to
+# this share of the device's free memory, so that a large problem still gets several back-to-back calls a block.
+# One call a block at 8192 x 8192 fp32 left 0.4-0.6 ms of per-block cost in each 0.2-0.3 ms call (H100, docs/harness.md).
+DEVICE_BLOCK_MEMORY_SHARE = 1 / 16
+DEVICE_BLOCK_MEMORY_MAX = 4 * 2**30
 HANDSHAKE_PROBES = 7
 # The blocks' whole wall time, inputs drawn and written included, stays near this many times the budget for the
 # calls themselves: at a GPU size each fresh 256 MiB input takes ~0.5 s to draw on the CPU, which the calls'
@@ -70,11 +77,25 @@ def _per_call_ms(block_s: float, handshake_s: float, calls: int) -> float:
     return max(block_s - handshake_s, 1e-9) / calls * 1e3
 
 
-def _block_size(per_call_s: float, call_bytes: int, calls: int, mode: str) -> int:
+def block_memory_bytes(device: torch.device | None) -> int:
+    """How many bytes of inputs and outputs one block of one side may hold (AGENTKERN_BLOCK_MEMORY_MB overrides)."""
+    override = os.environ.get("AGENTKERN_BLOCK_MEMORY_MB")
+    if override:
+        return max(1, int(float(override) * 2**20))
+    if device is None or device.type != "cuda":
+        return BLOCK_MEMORY_BYTES
+    free, _ = torch.cuda.mem_get_info(device)
+    # The inputs (half of a call's bytes) pass through the host arena, a file: the judge's file-size limit bounds it.
+    file_limit, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    by_file = DEVICE_BLOCK_MEMORY_MAX if file_limit == resource.RLIM_INFINITY else file_limit
+    return max(BLOCK_MEMORY_BYTES, min(DEVICE_BLOCK_MEMORY_MAX, by_file, int(free * DEVICE_BLOCK_MEMORY_SHARE)))
+
+
+def _block_size(per_call_s: float, call_bytes: int, calls: int, mode: str, memory_bytes: int) -> int:
     if mode == "server":
         return 1
     by_time = math.ceil(TARGET_BLOCK_S / max(per_call_s, 1e-9))
-    by_memory = max(1, BLOCK_MEMORY_BYTES // max(call_bytes, 1))
+    by_memory = max(1, memory_bytes // max(call_bytes, 1))
     return max(1, min(by_time, by_memory, calls))
 
 
@@ -150,7 +171,7 @@ def measure_blocks(
     calls = int(min(max_calls, max(min_calls, time_budget_s / max((warm_ref + warm_cand) / 1e3, 1e-6))))
     sample = fresh_inputs(-1)
     call_bytes = 2 * sum(x.numel() * x.element_size() for x in sample if isinstance(x, torch.Tensor))
-    n = _block_size(min(warm_ref, warm_cand) / 1e3, call_bytes, calls, mode)
+    n = _block_size(min(warm_ref, warm_cand) / 1e3, call_bytes, calls, mode, block_memory_bytes(device))
     blocks = max(min(3, calls), math.ceil(calls / n))
     n = max(1, math.ceil(calls / blocks)) if mode != "server" else 1
     pairs.handshake_s = pairs.overhead_s(n)

@@ -7,7 +7,7 @@ import torch
 
 from agentkern.harness import gpu_clocks
 from agentkern.harness.sides import Block
-from agentkern.harness.timing import WALL_PER_BUDGET, measure_blocks
+from agentkern.harness.timing import BLOCK_MEMORY_BYTES, WALL_PER_BUDGET, block_memory_bytes, measure_blocks
 
 
 class StandInSide:
@@ -25,12 +25,12 @@ class StandInSide:
         return [self.seconds / 10] * repeats
 
 
-def _measure(draw_s: float, budget_s: float):
+def _measure(draw_s: float, budget_s: float, mode: str = "server", size: int = 4):
     reference, candidate = StandInSide(1e-6), StandInSide(1e-6)  # calls far below the budget
 
     def fresh_inputs(i):
         time.sleep(draw_s)  # what a 256 MiB input costs to draw on the CPU, scaled down
-        return [torch.full((4,), float(i))]
+        return [torch.full((size,), float(i))]
 
     timing = measure_blocks(
         reference,
@@ -38,8 +38,8 @@ def _measure(draw_s: float, budget_s: float):
         fresh_inputs,
         lambda dtype: 1e-5,
         lambda out, recent: None,
-        [torch.zeros(4)],
-        mode="server",  # one call a block: the blocks are the calls
+        [torch.zeros(size)],
+        mode=mode,  # server: one call a block, the blocks are the calls
         time_budget_s=budget_s,
         min_calls=5,
         max_calls=200,
@@ -71,3 +71,16 @@ def test_warming_is_nothing_off_the_gpu(monkeypatch):
     assert time.perf_counter() - started < 0.01 and gpu_clocks.warm_ms() == 50
     monkeypatch.setenv("AGENTKERN_GPU_WARM_MS", "nonsense")
     assert gpu_clocks.warm_ms() == gpu_clocks.DEFAULT_WARM_MS
+
+
+def test_a_block_holds_as_many_calls_as_its_memory_allows(monkeypatch):
+    """Offline, a block's calls are bounded by the bytes their inputs and outputs take (a GPU's share of its
+    free memory, 256 MiB of host memory off it, or AGENTKERN_BLOCK_MEMORY_MB)."""
+    assert block_memory_bytes(torch.device("cpu")) == block_memory_bytes(None) == BLOCK_MEMORY_BYTES
+    size = 2**16  # 256 KiB of input a call, 512 KiB with its output
+    monkeypatch.setenv("AGENTKERN_BLOCK_MEMORY_MB", "2")
+    timing, _, _ = _measure(draw_s=0.0, budget_s=0.5, mode="offline", size=size)
+    assert timing["calls_per_block"] == 4
+    monkeypatch.setenv("AGENTKERN_BLOCK_MEMORY_MB", "0.25")
+    timing, _, _ = _measure(draw_s=0.0, budget_s=0.5, mode="offline", size=size)
+    assert timing["calls_per_block"] == 1
