@@ -22,7 +22,8 @@ def render_builtin(problem_path: Path, out: Path, params: dict | None = None) ->
     from agentkern.targets.host import cpu_target
 
     spec = analyze(str(problem_path))
-    features = templates.host_features(cpu_target().simd_width_bits)
+    target = cpu_target()
+    features = templates.host_features(target.simd_width_bits, "amx_bf16" in target.peak_tflops)
     chosen = dict(templates.default_params(spec["family"], "cpp", features))
     chosen.update({k: v for k, v in (params or {}).items() if k in chosen})
     out.write_text(templates.render(spec, chosen, "cpp"))

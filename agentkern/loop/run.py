@@ -96,7 +96,7 @@ def _host_features(target: Target, backend: str) -> frozenset | None:
         return None
     from agentkern.policies.builtin import templates
 
-    return templates.host_features(target.simd_width_bits)
+    return templates.host_features(target.simd_width_bits, "amx_bf16" in target.peak_tflops)
 
 
 def _has_template(family: str, backend: str) -> bool:

@@ -24,7 +24,7 @@ def peak_tflops(target: Target, dtype: str) -> float:
     """The target's peak TFLOP/s for arithmetic in `dtype` ("float16", "torch.bfloat16", ...)."""
     dtype = dtype.removeprefix("torch.")
     if dtype == "float32":
-        keys = ("fp32", "tf32")  # tl.dot and cuBLAS may use TF32 for fp32 inputs
+        keys = ("fp32", "tf32", "fp32_amx")  # tl.dot and cuBLAS may use TF32 for fp32 inputs, a CPU AMX tiles
     elif dtype.startswith("float8"):
         keys = ("fp8",)
     elif dtype in ("int8", "uint8"):

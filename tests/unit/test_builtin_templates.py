@@ -138,7 +138,7 @@ def test_template_metadata():
         assert space and all(default[k] in v for k, v in space.items())
         stages = T.param_stages(family)
         assert set(stages.values()) <= {1, 2, 3} and set(T.param_space(family, stage_max=1)) < set(space)
-    assert set(T.param_space("matmul", stage_max=1)) == {"micro", "kc", "mc", "nc"}
+    assert set(T.param_space("matmul", stage_max=1)) == {"micro", "kc", "mc", "nc", "amx"}
 
 
 def test_avx512_micro_kernels_are_offered_only_to_hosts_that_have_it():
@@ -151,6 +151,12 @@ def test_avx512_micro_kernels_are_offered_only_to_hosts_that_have_it():
     assert T.default_params("matmul", features=avx2)["micro"] == "6x16"
     assert T.default_params("matmul", features=avx512)["micro"] in wide
     assert T.default_params("matmul", features=avx512)["micro"] != T.default_params("matmul")["micro"]
+    # AMX tiles: offered, and the default, only where the host has AMX-BF16 (and AVX-512, which every AMX CPU has).
+    amx = T.host_features(512, amx_bf16=True)
+    assert amx == {"avx512f", "amx_bf16"} and T.host_features(256, amx_bf16=True) == frozenset()
+    assert T.param_space("matmul", features=avx512)["amx"] == [0]
+    assert T.param_space("matmul", features=amx)["amx"] == [0, 1]
+    assert T.default_params("matmul", features=avx512)["amx"] == 0 and T.default_params("matmul", features=amx)["amx"] == 1
     for family in ("softmax", "log_softmax", "elementwise", "reduce", "rmsnorm", "layernorm", "attention"):
         assert T.param_space(family, features=avx2)["simd"] == ["avx2"]
         assert T.param_space(family, features=avx512)["simd"] == ["avx2", "avx512"]

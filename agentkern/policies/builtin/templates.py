@@ -145,9 +145,11 @@ def default_params(family: str, backend: str = "cpp", features: frozenset | None
     return params
 
 
-def host_features(simd_width_bits: int | None) -> frozenset:
-    """The CPU features the templates' "requires" name, from the target's detected SIMD width."""
-    return frozenset({"avx512f"}) if (simd_width_bits or 0) >= 512 else frozenset()
+def host_features(simd_width_bits: int | None, amx_bf16: bool = False) -> frozenset:
+    """The CPU features the templates' "requires" name, from the target's detected SIMD width and whether it has
+    AMX-BF16 tiles (a CPU target's peak_tflops then names "amx_bf16": targets/host.py)."""
+    wide = (simd_width_bits or 0) >= 512
+    return frozenset({"avx512f"} if wide else set()) | frozenset({"amx_bf16"} if wide and amx_bf16 else set())
 
 
 def param_stages(family: str, backend: str = "cpp") -> dict[str, int]:

@@ -1,0 +1,93 @@
+"""The matmul template's AMX path (kernels_dataset/templates/matmul/amx.h.j2): fp32 products as six bf16 tile
+products, bf16 as one, against torch, on shapes with edges in M, N and K, a transposed weight, a fused epilogue
+and batches. Compiled and run in this process (trusted template code). Skipped where the host has no AMX-BF16."""
+
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+
+import pytest
+import torch
+
+from agentkern.policies.builtin import templates as T
+from agentkern.policies.builtin.recognize import analyze
+from agentkern.targets import get_target
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+# name -> (forward body, inputs, init inputs). fp32 takes AMX from 512 x 512 outputs on (cpp.py.j2's amx_pays).
+PROBLEMS = {
+    "matmul_edges": ("return torch.matmul(a, b)", "torch.randn(517, 77), torch.randn(77, 530)", ""),
+    "linear_bias_gelu": (
+        "return F.gelu(self.fc(x))",
+        "torch.randn(513, 95)",
+        "self.fc = nn.Linear(95, 545)",
+    ),
+    "bmm": ("return torch.bmm(a, b)", "torch.randn(2, 520, 40), torch.randn(2, 40, 515)", ""),
+    "matmul_bf16": (
+        "return torch.matmul(a, b)",
+        "torch.randn(37, 45, dtype=torch.bfloat16), torch.randn(45, 70, dtype=torch.bfloat16)",
+        "",
+    ),
+}
+
+
+def _has_amx() -> bool:
+    target = get_target("cpu")
+    return "amx_bf16" in T.host_features(target.simd_width_bits, "amx_bf16" in target.peak_tflops)
+
+
+pytestmark = pytest.mark.skipif(not _has_amx(), reason="the host has no AMX-BF16 tiles")
+
+
+def _problem(tmp_path, name: str):
+    forward, inputs, init = PROBLEMS[name]
+    args = "x" if forward.count("self.fc") else "a, b"
+    body = f"""
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {init or "pass"}
+
+            def forward(self, {args}):
+                {forward}
+
+        def get_inputs():
+            return [{inputs}]
+
+        def get_init_inputs():
+            return []
+        """
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEADER + textwrap.dedent(body))
+    return path
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_amx_products_match_torch(tmp_path, name):
+    problem_path = _problem(tmp_path, name)
+    spec = analyze(str(problem_path))
+    assert spec["family"] in ("matmul", "linear", "bmm"), spec.get("reason")
+    kernel_path = tmp_path / f"{name}_kernel.py"
+    kernel_path.write_text(T.render(spec, {"amx": 1, "micro": "12x32"}))
+    problem, kernel = _load(problem_path, f"p_{name}"), _load(kernel_path, f"k_{name}")
+    torch.manual_seed(0)
+    reference = problem.Model().eval()
+    torch.manual_seed(0)
+    candidate = kernel.ModelNew().eval()
+    tol = 1e-4 if "bf16" not in name else 1e-2
+    with torch.no_grad():
+        for scale in (1.0, 16.0, 1 / 64):  # the split into bf16 parts is relative: exact at any scale
+            torch.manual_seed(1)
+            xs = [x * scale for x in problem.get_inputs()]
+            expected, got = reference(*xs), candidate(*xs)
+            assert got.shape == expected.shape and got.dtype == expected.dtype
+            torch.testing.assert_close(got, expected, atol=tol * scale * scale, rtol=tol)
