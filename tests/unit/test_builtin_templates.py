@@ -156,7 +156,9 @@ def test_avx512_micro_kernels_are_offered_only_to_hosts_that_have_it():
     assert amx == {"avx512f", "amx_bf16"} and T.host_features(256, amx_bf16=True) == frozenset()
     assert T.param_space("matmul", features=avx512)["amx"] == [0]
     assert T.param_space("matmul", features=amx)["amx"] == [0, 1]
-    assert T.default_params("matmul", features=avx512)["amx"] == 0 and T.default_params("matmul", features=amx)["amx"] == 1
+    assert (
+        T.default_params("matmul", features=avx512)["amx"] == 0 and T.default_params("matmul", features=amx)["amx"] == 1
+    )
     for family in ("softmax", "log_softmax", "elementwise", "reduce", "rmsnorm", "layernorm", "attention"):
         assert T.param_space(family, features=avx2)["simd"] == ["avx2"]
         assert T.param_space(family, features=avx512)["simd"] == ["avx2", "avx512"]
