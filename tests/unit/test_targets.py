@@ -350,3 +350,23 @@ def test_importing_targets_imports_neither_torch_nor_numpy():
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("amx", [False, True])
+def test_cpu_amx_tiles_raise_the_bounds_of_fp32_and_bf16(monkeypatch, amx):
+    """A CPU with AMX-BF16 may run an fp32 GEMM on its tiles (three bf16 products at the least) and a bf16 one at
+    the tiles' rate: the roofline must not call such a kernel faster than the hardware allows."""
+    facts = targets.host._cpu_facts()
+    monkeypatch.setattr(targets.host, "_cpu_facts", lambda: {**facts, "simd_bits": 512, "amx_bf16": amx})
+    monkeypatch.setattr(targets.host, "_measure_host", lambda cores, l2_kb: {**FAKE_MEASUREMENT, "fma_tflops": 1.0})
+    cpu = targets.get_target("cpu")
+    fp32 = cpu.peak_tflops["fp32"]
+    if not amx:
+        assert "amx_bf16" not in cpu.peak_tflops and cpu.peak_tflops["bf16"] == 2 * fp32
+        assert targets.roofline_ms(cpu, fp32 * 1e9, 0, "float32") == pytest.approx(1.0)
+        return
+    amx_peak = cpu.peak_tflops["amx_bf16"]
+    assert amx_peak == targets.host.AMX_PER_FP32 * fp32 and cpu.peak_tflops["bf16"] == amx_peak
+    assert targets.roofline_ms(cpu, fp32 * 1e9, 0, "float32") == pytest.approx(3 / targets.host.AMX_PER_FP32)
+    assert targets.roofline_ms(cpu, amx_peak * 1e9, 0, "bfloat16") == pytest.approx(1.0)
+    assert "AMX" in cpu.sources["peak_tflops.amx_bf16"] and "AMX" in cpu.sources["peak_tflops.bf16"]
