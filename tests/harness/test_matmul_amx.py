@@ -16,15 +16,16 @@ from agentkern.targets import get_target
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
-# name -> (forward body, inputs, init inputs). fp32 takes AMX from 512 x 512 outputs on (cpp.py.j2's amx_pays).
+# name -> (forward body, inputs, init inputs). fp32 takes the tiles from 256 rows and columns and 2^19 outputs
+# on (cpp.py.j2's amx_pays): every fp32 shape here does, with edges in M, N and K.
 PROBLEMS = {
-    "matmul_edges": ("return torch.matmul(a, b)", "torch.randn(517, 77), torch.randn(77, 530)", ""),
+    "matmul_edges": ("return torch.matmul(a, b)", "torch.randn(517, 77), torch.randn(77, 1030)", ""),
     "linear_bias_gelu": (
         "return F.gelu(self.fc(x))",
-        "torch.randn(513, 95)",
-        "self.fc = nn.Linear(95, 545)",
+        "torch.randn(300, 95)",
+        "self.fc = nn.Linear(95, 1800)",
     ),
-    "bmm": ("return torch.bmm(a, b)", "torch.randn(2, 520, 40), torch.randn(2, 40, 515)", ""),
+    "bmm": ("return torch.bmm(a, b)", "torch.randn(2, 520, 40), torch.randn(2, 40, 1010)", ""),
     "matmul_bf16": (
         "return torch.matmul(a, b)",
         "torch.randn(37, 45, dtype=torch.bfloat16), torch.randn(45, 70, dtype=torch.bfloat16)",
