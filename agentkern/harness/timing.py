@@ -79,9 +79,12 @@ def _per_call_ms(block_s: float, handshake_s: float, calls: int) -> float:
 
 def block_memory_bytes(device: torch.device | None) -> int:
     """How many bytes of inputs and outputs one block of one side may hold (AGENTKERN_BLOCK_MEMORY_MB overrides)."""
-    override = os.environ.get("AGENTKERN_BLOCK_MEMORY_MB")
-    if override:
-        return max(1, int(float(override) * 2**20))
+    try:
+        override = float(os.environ.get("AGENTKERN_BLOCK_MEMORY_MB") or 0)
+    except ValueError:
+        override = 0.0  # not a number: the sizing below, as when unset
+    if override > 0:
+        return max(1, int(override * 2**20))
     if device is None or device.type != "cuda":
         return BLOCK_MEMORY_BYTES
     free, _ = torch.cuda.mem_get_info(device)

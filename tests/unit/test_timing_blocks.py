@@ -84,3 +84,5 @@ def test_a_block_holds_as_many_calls_as_its_memory_allows(monkeypatch):
     monkeypatch.setenv("AGENTKERN_BLOCK_MEMORY_MB", "0.25")
     timing, _, _ = _measure(draw_s=0.0, budget_s=0.5, mode="offline", size=size)
     assert timing["calls_per_block"] == 1
+    monkeypatch.setenv("AGENTKERN_BLOCK_MEMORY_MB", "lots")  # not a number: as if unset
+    assert block_memory_bytes(torch.device("cpu")) == BLOCK_MEMORY_BYTES
