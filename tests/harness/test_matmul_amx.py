@@ -26,6 +26,13 @@ PROBLEMS = {
         "self.fc = nn.Linear(95, 1800)",
     ),
     "bmm": ("return torch.bmm(a, b)", "torch.randn(2, 520, 40), torch.randn(2, 40, 1010)", ""),
+    # Enough batches for a batch a thread (2 or more threads): each packs its own operands.
+    "bmm_by_batch": ("return torch.bmm(a, b)", "torch.randn(5, 260, 70), torch.randn(5, 70, 300)", ""),
+    "bmm_transposed_by_batch": (
+        "return torch.bmm(a, b.transpose(1, 2))",
+        "torch.randn(5, 260, 70), torch.randn(5, 300, 70)",
+        "",
+    ),
     "matmul_bf16": (
         "return torch.matmul(a, b)",
         "torch.randn(37, 45, dtype=torch.bfloat16), torch.randn(45, 70, dtype=torch.bfloat16)",
