@@ -1,14 +1,14 @@
 """The matmul template's AMX path (kernels_dataset/templates/matmul/amx.h.j2): fp32 products as six bf16 tile
 products, bf16 as one, against torch, on shapes with edges in M, N and K, a transposed weight, a fused epilogue
-and batches. Compiled and run in this process (trusted template code). Skipped where the host has no AMX-BF16."""
+and batches. Each kernel runs in a child process. Skipped where the host has no AMX-BF16."""
 
 from __future__ import annotations
 
-import importlib.util
+import subprocess
+import sys
 import textwrap
 
 import pytest
-import torch
 
 from agentkern.policies.builtin import templates as T
 from agentkern.policies.builtin.recognize import analyze
@@ -72,11 +72,31 @@ def _problem(tmp_path, name: str):
     return path
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# Run in a child process, as any candidate is: the tiles' state and the kernel's threads stay out of pytest's.
+CHECK = textwrap.dedent("""
+    import importlib.util, sys
+    import torch
+
+    def load(path, name):
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    problem, kernel, tol = load(sys.argv[1], "problem"), load(sys.argv[2], "kernel"), float(sys.argv[3])
+    torch.manual_seed(0)
+    reference = problem.Model().eval()
+    torch.manual_seed(0)
+    candidate = kernel.ModelNew().eval()
+    with torch.no_grad():
+        for scale in (1.0, 16.0, 1 / 64):  # the split into bf16 parts is relative: exact at any scale
+            torch.manual_seed(1)
+            xs = [x * scale for x in problem.get_inputs()]
+            expected, got = reference(*xs), candidate(*xs)
+            assert got.shape == expected.shape and got.dtype == expected.dtype, (got.shape, got.dtype)
+            torch.testing.assert_close(got, expected, atol=tol * scale * scale, rtol=tol)
+    print("ok")
+""")
 
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
@@ -86,16 +106,13 @@ def test_amx_products_match_torch(tmp_path, name):
     assert spec["family"] in ("matmul", "linear", "bmm"), spec.get("reason")
     kernel_path = tmp_path / f"{name}_kernel.py"
     kernel_path.write_text(T.render(spec, {"amx": 1, "micro": "12x32"}))
-    problem, kernel = _load(problem_path, f"p_{name}"), _load(kernel_path, f"k_{name}")
-    torch.manual_seed(0)
-    reference = problem.Model().eval()
-    torch.manual_seed(0)
-    candidate = kernel.ModelNew().eval()
-    tol = 1e-4 if "bf16" not in name else 1e-2
-    with torch.no_grad():
-        for scale in (1.0, 16.0, 1 / 64):  # the split into bf16 parts is relative: exact at any scale
-            torch.manual_seed(1)
-            xs = [x * scale for x in problem.get_inputs()]
-            expected, got = reference(*xs), candidate(*xs)
-            assert got.shape == expected.shape and got.dtype == expected.dtype
-            torch.testing.assert_close(got, expected, atol=tol * scale * scale, rtol=tol)
+    script = tmp_path / "check.py"
+    script.write_text(CHECK)
+    tol = "1e-2" if "bf16" in name else "1e-4"
+    run = subprocess.run(
+        [sys.executable, str(script), str(problem_path), str(kernel_path), tol],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
