@@ -38,14 +38,16 @@ CHECK = textwrap.dedent("""
     x = torch.cat([torch.tensor(special), torch.linspace(-30, 30, 20011), torch.randn(997) * 4])
     got = mod.ModelNew()(x.clone())
     want = mod._Reference()(x.clone())
+    # the truth is float64: torch's own float32 exp was seen off by 1.5e-4 relative on the second thread's
+    # half of a tensor, on a first call in some fresh processes (torch 2.13, AVX-512 host)
+    exact = mod._Reference()(x.double().clone())
     finite = torch.isfinite(want)
+    ok = finite & torch.isfinite(exact.float())
     # erf's rational approximation is good to 5e-7 absolute (gelu: times |x|); the rest to a few ulp
     atol = float(sys.argv[2])
     try:
-        torch.testing.assert_close(got[finite], want[finite], rtol=2e-6, atol=atol)
+        torch.testing.assert_close(got[ok], exact[ok].float(), rtol=2e-6, atol=atol)
     except AssertionError as failure:  # which side is off: each against float64, in units of the tolerance
-        exact = mod._Reference()(x.double().clone())
-        ok = finite & torch.isfinite(exact)
         def worst(t):
             return ((t[ok].double() - exact[ok]).abs() / (atol + 2e-6 * exact[ok].abs())).max().item()
         raise AssertionError(f"{failure}\\nagainst float64: kernel {worst(got):.3g}, torch {worst(want):.3g}")
