@@ -173,6 +173,8 @@ class EvalSession:
             cand.check_guards(first=trial < 2)
             cmp = C.compare(got.outputs[0], expected, self._tolerance)
             if not cmp.ok:
+                expected, cmp = self._confirm_mismatch(args, expected, got.outputs[0], trial, cmp)
+            if not cmp.ok:
                 self._explain_mismatch(got.outputs[0], answers)
                 self.details["failed_trial"] = {"trial": trial, "seed": seed, **trials.describe(trial)}
                 return {"status": "incorrect", "correct": False, "error": cmp.reason}, answers
@@ -188,6 +190,18 @@ class EvalSession:
             self.details["max_abs_diff"] = max_diff
             self.details["trials"] = len(trials.seeds)
         return None, answers
+
+    def _confirm_mismatch(self, args: list, expected: list, taken: list, trial: int, cmp):
+        """A mismatch stands only against a second answer of the reference for the same inputs. torch itself
+        was seen to answer a first call wrong (2.13's float32 exp, 1.5e-4 relative on the second thread's
+        half, in some fresh processes): a correct kernel must not be called incorrect for it. Only the
+        reference's process answers again; nothing the candidate says is asked twice."""
+        again = self.sides["reference"].run_block([args], record=True).outputs[0]
+        itself = C.compare(again, expected, self._tolerance)
+        if itself.ok:
+            return expected, cmp  # the reference stands by its answer
+        self.details.setdefault("reference_unsteady", []).append({"trial": trial, "second_answer": itself.reason})
+        return again, C.compare(taken, again, self._tolerance)
 
     def _reference_trial(self, trials: TrialInputs, trial: int):
         """(args, the reference's block) for a trial; where the reference refuses a transformed input (a

@@ -87,3 +87,59 @@ def test_an_honest_kernel_passes_at_the_second_shape():
     result = evaluate("softmax", honest, "cpu", fast_options(second_shape="require"))
     assert result.status == "ok", result.error
     assert result.details["second_shape"] == {"constants": {"batch_size": 513, "dim": 513}, "trials": 2}
+
+
+# a reference whose first call in its process is off (as torch 2.13's float32 exp was seen to be on a first
+# call), right on every later call
+UNSTEADY_PROBLEM = """
+import torch
+import torch.nn as nn
+
+CALLS = [0]
+
+class Model(nn.Module):
+    def forward(self, x):
+        CALLS[0] += 1
+        return x * 2 + (1.0 if CALLS[0] == 1 else 0.0)
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+def get_init_inputs():
+    return []
+"""
+
+DOUBLE = """
+import ctypes
+import torch
+import torch.nn as nn
+from agentkern.native import compile_cpp, ptr
+
+_LIB = compile_cpp(r'''
+extern "C" void twice(const float* x, float* y, long n) {
+  for (long i = 0; i < n; ++i) y[i] = 2.0f * x[i] + OFFSET;
+}
+''', "numerics_twice")
+_LIB.twice.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _LIB.twice(ptr(x), ptr(y), x.numel())
+        return y
+"""
+
+
+def test_a_reference_wrong_on_its_first_call_is_asked_again_before_a_kernel_is_called_incorrect(tmp_path):
+    problem = tmp_path / "twice.py"
+    problem.write_text(UNSTEADY_PROBLEM)
+    right = tmp_path / "twice_cpp.py"
+    right.write_text(DOUBLE.replace("OFFSET", "0.0f"))
+    result = evaluate(problem, right, "cpu", fast_options(check_timing=False))
+    assert result.status == "ok", result.error
+    assert [u["trial"] for u in result.details["reference_unsteady"]] == [0]
+    # the reference's second answer is the one that counts: a kernel off by what its first answer was is wrong
+    wrong = tmp_path / "twice_off_cpp.py"
+    wrong.write_text(DOUBLE.replace("OFFSET", "1.0f").replace("numerics_twice", "numerics_twice_off"))
+    result = evaluate(problem, wrong, "cpu", fast_options(check_timing=False))
+    assert result.status == "incorrect", result.error
