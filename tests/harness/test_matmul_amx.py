@@ -16,10 +16,12 @@ from agentkern.targets import get_target
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
-# name -> (forward body, inputs, init inputs). fp32 takes the tiles from 256 rows and columns and 2^19 outputs
-# on (cpp.py.j2's amx_pays): every fp32 shape here does, with edges in M, N and K.
+# name -> (forward body, inputs, init inputs). fp32 takes the tiles from 256 rows and columns on (cpp.py.j2's
+# amx_pays): every fp32 shape here does, with edges in M, N and K.
 PROBLEMS = {
     "matmul_edges": ("return torch.matmul(a, b)", "torch.randn(517, 77), torch.randn(77, 1030)", ""),
+    # at the threshold: two row pairs and a half, a K of 9 k steps and a bit
+    "matmul_256": ("return torch.matmul(a, b)", "torch.randn(256, 300), torch.randn(300, 270)", ""),
     "linear_bias_gelu": (
         "return F.gelu(self.fc(x))",
         "torch.randn(300, 95)",
@@ -43,7 +45,7 @@ PROBLEMS = {
 
 # fp32 products whose inputs also get +-inf and a value near FLT_MAX: the three-part split cannot hold them
 # (inf - inf is NaN), so the kernel must notice while packing and take its FMA path, as torch would answer.
-NONFINITE = ("matmul_edges", "bmm", "bmm_by_batch", "bmm_transposed_by_batch")
+NONFINITE = ("matmul_edges", "matmul_256", "bmm", "bmm_by_batch", "bmm_transposed_by_batch")
 
 
 def _has_amx() -> bool:
