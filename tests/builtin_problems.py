@@ -107,6 +107,42 @@ CPP_SOURCES = {
         def get_init_inputs():
             return [512, 384]
         """,
+    # A GEMM's row operation (softmax / log_softmax over the last dim of its output, after its epilogue). The
+    # logits stay small: log_softmax passes a logit's own error through to an output near 0, and any GEMM summing
+    # in another order than MKL's differs by 1e-4 on logits of 100 (the x4 trial of a 0.5 scale did).
+    "matmul_t_log_softmax": """
+        class Model(nn.Module):
+            def forward(self, a, b):
+                return torch.log_softmax(torch.matmul(a.T, b) * 0.05, dim=-1)
+
+        def get_inputs():
+            return [torch.randn(300, 257), torch.randn(300, 199)]
+
+        def get_init_inputs():
+            return []
+        """,
+    "bmm_softmax": """
+        class Model(nn.Module):
+            def forward(self, a, b):
+                return torch.softmax(torch.bmm(a, b), dim=2)
+
+        def get_inputs():
+            return [torch.randn(4, 260, 70), torch.randn(4, 70, 301)]
+
+        def get_init_inputs():
+            return []
+        """,
+    "softmax_of_gemm_softmax": """
+        class Model(nn.Module):
+            def forward(self, a, b):
+                return torch.softmax(torch.softmax(a @ b, dim=-1), dim=-1)
+
+        def get_inputs():
+            return [torch.randn(40, 30), torch.randn(30, 20)]
+
+        def get_init_inputs():
+            return []
+        """,
     "matmul_t": """
         class Model(nn.Module):
             def forward(self, a, b):

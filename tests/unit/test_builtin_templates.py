@@ -102,6 +102,17 @@ def test_analyze_hand_written_problems(specs):
     assert (s["family"], s["dtype"]) == ("matmul", "bfloat16")
     s = specs["control_flow"]
     assert (s["family"], s["frontend"], s["epilogue"]) == ("layernorm", "dispatch", [{"op": "relu"}])
+    # a softmax over the last dim of a GEMM's output is the GEMM's row operation, after its epilogue
+    s = specs["gemm_gelu_softmax"]
+    assert (s["family"], s["attrs"]["row_op"], [x["op"] for x in s["epilogue"]]) == (
+        "linear",
+        "softmax",
+        ["add", "gelu"],
+    )
+    assert T.summary(s) == "softmax(gelu((input0 @ weight^T + bias)), dim=-1)"
+    s = specs["matmul_t_log_softmax"]
+    assert (s["family"], s["attrs"]["row_op"], s["attrs"]["a"]["trans"]) == ("matmul", "log_softmax", True)
+    assert (specs["bmm_softmax"]["family"], specs["bmm_softmax"]["attrs"]["row_op"]) == ("bmm", "softmax")
 
 
 def test_unsupported_problems_give_a_reason(specs):
@@ -111,7 +122,7 @@ def test_unsupported_problems_give_a_reason(specs):
         T.render(spec, {})
 
 
-@pytest.mark.parametrize("name", ["softmax_dim0", "two_branches", "attn_mask"])
+@pytest.mark.parametrize("name", ["softmax_dim0", "two_branches", "attn_mask", "softmax_of_gemm_softmax"])
 def test_graphs_no_one_template_covers_are_the_graph_family(specs, name):
     spec = specs[name]
     assert spec["family"] == "graph" and spec["frontend"] == "graph" and spec["reason"] is None

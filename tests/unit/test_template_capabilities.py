@@ -38,6 +38,11 @@ def _spec(family: str, dtype: str = "float32", **attrs) -> dict:
             "no triton layernorm template reads a residual sum (only the C++ layernorm does)",
         ),
         (
+            _spec("linear", row_op="softmax"),
+            "triton",
+            "no triton linear template reads a softmax over the output's rows (only the C++ GEMM does)",
+        ),
+        (
             _spec("rmsnorm", residual=1),
             "cpp",
             "no cpp rmsnorm template reads a residual sum (only the C++ layernorm does)",

@@ -322,8 +322,34 @@ def _core(n: N, names: Names):
     return None
 
 
+ROW_OPS = ("softmax", "log_softmax")  # a GEMM's row operation: over the last dim of its (epilogued) output
+
+
+def _gemm_then_row_op(out: N) -> dict | None:
+    """softmax / log_softmax over the last dim of a GEMM's output, with an elementwise epilogue between (a
+    classifier head, gemm_gelu_softmax): the GEMM family with attrs["row_op"], which its C++ template applies to
+    each row of C once the product is done. None where the output is not that."""
+    node = skip(out)
+    if node.op not in ROW_OPS or node.dtype not in (None, "float32"):
+        return None
+    x = node.args[0]
+    if x.shape is None or node.attrs["dim"] != len(x.shape) - 1:
+        return None
+    try:
+        inner = match(x)
+    except Unsupported:
+        return None
+    if inner["family"] not in ("matmul", "linear", "bmm") or "row_op" in inner["attrs"]:  # one row op, not two
+        return None
+    inner["attrs"]["row_op"] = node.op
+    return inner
+
+
 def match(out: N) -> dict:
     """{family, attrs, epilogue, param_paths} for the graph ending at `out`; raises Unsupported."""
+    found = _gemm_then_row_op(out)
+    if found is not None:
+        return found
     names = Names()
     chain: list[dict] = []
     node = out

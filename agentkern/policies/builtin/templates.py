@@ -49,7 +49,7 @@ def families() -> list[str]:
 
 
 # Spec attributes that only some templates read: a template lists those it reads in its JSON's "attrs".
-OPTIONAL_ATTRS = {"residual": "a residual sum"}
+OPTIONAL_ATTRS = {"residual": "a residual sum", "row_op": "a softmax over the output's rows"}
 SHORT_DTYPES = {"float16": "fp16", "bfloat16": "bf16"}  # in messages
 
 
@@ -250,7 +250,8 @@ def summary(spec: OpSpec) -> str:
         ta, tb = ("^T" if a["a"]["trans"] else ""), ("^T" if a["b"]["trans"] else "")
         name = lambda o: f"input{o['input']}" if "input" in o else o["param"]  # noqa: E731
         core = f"{name(a['a'])}{ta} @ {name(a['b'])}{tb}"
-    return describe_chain(spec.get("epilogue", []), core)
+    described = describe_chain(spec.get("epilogue", []), core)
+    return f"{a['row_op']}({described}, dim=-1)" if a.get("row_op") else described
 
 
 def _check_params(family: str, backend: str, params: dict) -> dict:
