@@ -71,6 +71,12 @@ def make_policy(
                 f"the built-in model has no {backend} template for {spec['family']} (it writes {cpu} for "
                 f"--target cpu and {gpu} for GPUs); {hint}"
             )
+        if spec.get("family"):
+            from agentkern.policies.builtin.templates import why_not_renderable
+
+            why = why_not_renderable(spec, backend)
+            if why:
+                raise UserError(f"the built-in model cannot write this problem: {why}; use --model with an LLM")
         if not spec.get("family"):
             raise UserError(
                 f"the built-in model does not recognise this problem ({spec.get('reason')}); "

@@ -115,6 +115,10 @@ def test_targets_json_lists_the_catalog():
     "args, message",
     [
         (["optimize", "softmax", "--target", "h100", "--backend", "cuda"], "no cuda template for softmax"),
+        (  # the family has a Triton template, which cannot take the problem's row softmax: said once, up front
+            ["optimize", "gemm_gelu_softmax", "--target", "h100"],
+            "cannot write this problem: no triton linear template reads a softmax over the output's rows",
+        ),
         (["optimize", "--target", "cpu"], "say which problem to optimise"),
         (["optimize", "softmax", "--target", "cpu", "--backend", "triton"], "writes GPU kernels"),
         (["optimize", "nope_op", "--target", "cpu"], "unknown problem 'nope_op'"),

@@ -117,6 +117,16 @@ def _check_capabilities(spec: dict, family: str, backend: str) -> None:
             raise TemplateError(f"no {backend} {family} template reads {words}{hint}")
 
 
+def why_not_renderable(spec: dict, backend: str) -> str | None:
+    """Why the backend's template cannot render the recognised spec at all (no template for its family, its dtype,
+    an attribute it does not read), or None: said once before a search, not as a verdict on every candidate."""
+    try:
+        _check_capabilities(spec, spec["family"], backend)
+    except TemplateError as exc:
+        return str(exc)
+    return None
+
+
 def _runs_here(meta: dict, name: str, value, features: frozenset | None) -> bool:
     """A value marked in the template's "requires" (e.g. an AVX-512 micro-kernel needs avx512f) is only
     offered where the host has that feature; features=None means "do not filter" (rendering, tests)."""
