@@ -24,7 +24,10 @@ def get_init_inputs():
     return []
 """
 
-HONEST_EXP = """
+
+def _elementwise_kernel(lib: str, value: str) -> str:
+    """A candidate computing y[i] = `value` (C++, of x[i]) in a library of its own, called through ctypes."""
+    return f"""
 import ctypes
 import torch
 import torch.nn as nn
@@ -32,18 +35,21 @@ from agentkern.native import compile_cpp, ptr
 
 _LIB = compile_cpp(r'''
 #include <cmath>
-extern "C" void exp_f32(const float* x, float* y, long n) {
-  for (long i = 0; i < n; ++i) y[i] = std::exp(x[i]);
-}
-''', "numerics_exp")
-_LIB.exp_f32.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+extern "C" void each(const float* x, float* y, long n) {{
+  for (long i = 0; i < n; ++i) y[i] = {value};
+}}
+''', "{lib}")
+_LIB.each.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
 
 class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.empty_like(x)
-        _LIB.exp_f32(ptr(x), ptr(y), x.numel())
+        _LIB.each(ptr(x), ptr(y), x.numel())
         return y
 """
+
+
+HONEST_EXP = _elementwise_kernel("numerics_exp", "std::exp(x[i])")
 
 
 def test_an_honest_kernel_with_inf_where_the_reference_has_inf_is_correct(tmp_path):
@@ -109,37 +115,21 @@ def get_init_inputs():
     return []
 """
 
-DOUBLE = """
-import ctypes
-import torch
-import torch.nn as nn
-from agentkern.native import compile_cpp, ptr
 
-_LIB = compile_cpp(r'''
-extern "C" void twice(const float* x, float* y, long n) {
-  for (long i = 0; i < n; ++i) y[i] = 2.0f * x[i] + OFFSET;
-}
-''', "numerics_twice")
-_LIB.twice.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        y = torch.empty_like(x)
-        _LIB.twice(ptr(x), ptr(y), x.numel())
-        return y
-"""
+def _twice(offset: str, lib: str) -> str:
+    return _elementwise_kernel(lib, f"2.0f * x[i] + {offset}")
 
 
 def test_a_reference_wrong_on_its_first_call_is_asked_again_before_a_kernel_is_called_incorrect(tmp_path):
     problem = tmp_path / "twice.py"
     problem.write_text(UNSTEADY_PROBLEM)
     right = tmp_path / "twice_cpp.py"
-    right.write_text(DOUBLE.replace("OFFSET", "0.0f"))
+    right.write_text(_twice("0.0f", "numerics_twice"))
     result = evaluate(problem, right, "cpu", fast_options(check_timing=False))
     assert result.status == "ok", result.error
     assert [u["trial"] for u in result.details["reference_unsteady"]] == [0]
     # the reference's second answer is the one that counts: a kernel off by what its first answer was is wrong
     wrong = tmp_path / "twice_off_cpp.py"
-    wrong.write_text(DOUBLE.replace("OFFSET", "1.0f").replace("numerics_twice", "numerics_twice_off"))
+    wrong.write_text(_twice("1.0f", "numerics_twice_off"))
     result = evaluate(problem, wrong, "cpu", fast_options(check_timing=False))
     assert result.status == "incorrect", result.error
