@@ -1,7 +1,8 @@
 """Causal attention forward, F.scaled_dot_product_attention(q, k, v, is_causal=True): query i sees keys 0..i.
 
-Built-in template family: none (the recogniser does not cover attention; this problem is for LLM runs, a
-flash-attention style kernel that never materialises the seq x seq scores is the goal).
+Built-in template family: attention (flash-attention style on both backends: per tile of query rows the
+scores, their row softmax and the product with v stay in registers and cache, never the seq x seq matrix; the
+causal mask skips the key blocks past the diagonal).
 Sizes (batch, heads, seq, head_dim): cpu 1, 8, 256, 64; gpu 8, 16, 2048, 128 (q, k, v and out 128 MiB each;
 the full score matrix would be 2 GiB).
 """

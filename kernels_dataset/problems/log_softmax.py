@@ -1,6 +1,6 @@
 """Row log-softmax over the last dimension of a 2-D fp32 tensor: x - max - log(sum(exp(x - max))).
 
-Built-in template family: softmax (its log_softmax variant).
+Built-in template family: log_softmax (the softmax templates' log variant).
 Sizes: cpu 1024 x 2048; gpu 8192 x 8192 (256 MiB in, 256 MiB out).
 """
 

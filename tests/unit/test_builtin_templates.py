@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,13 @@ def test_every_shipped_problem_renders_with_its_templates_defaults(specs, name):
     assert spec["family"], spec["reason"]
     source = T.render(spec, {})
     compile(source, f"{name} rendered", "exec")
+
+
+@pytest.mark.parametrize("name", SHIPPED_PROBLEMS)
+def test_every_shipped_problem_names_the_family_it_is_recognised_as(specs, name):
+    """A problem's docstring says which built-in template family takes it; users read that line, so it must be
+    the recogniser's answer (attention's said "none" for a while after the attention template landed)."""
+    text = (Path(__file__).resolve().parents[2] / "kernels_dataset" / "problems" / f"{name}.py").read_text()
+    said = re.search(r"Built-in template family: (\w+)", text)
+    assert said, f"{name}.py's docstring does not name its built-in template family"
+    assert said[1] == specs[name]["family"], specs[name].get("reason")
