@@ -225,6 +225,43 @@ CPP_SOURCES = {
         def get_init_inputs():
             return []
         """,
+    # reductions over a dim other than the last: columns of [outer, n, inner] (the reduce template's INNER case)
+    "sum_mid_keepdim": """
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.sum(x, dim=1, keepdim=True) * 0.5
+
+        def get_inputs():
+            return [torch.randn(6, 300, 77)]
+
+        def get_init_inputs():
+            return []
+        """,
+    "mean_dim0": """
+        class Model(nn.Module):
+            def forward(self, x):
+                return x.mean(0)
+
+        def get_inputs():
+            return [torch.randn(1100, 4, 40) + 3.0]
+
+        def get_init_inputs():
+            return []
+        """,
+    "amin_mid_nan": """
+        class Model(nn.Module):
+            def forward(self, x):
+                return x.amin(dim=-2)
+
+        def get_inputs():
+            x = torch.randn(4, 1000, 9)
+            x[1, 700, 4] = float("nan")
+            x[3, 0, 8] = float("nan")
+            return [x]
+
+        def get_init_inputs():
+            return []
+        """,
     "max_long": """
         class Model(nn.Module):
             def forward(self, x):

@@ -253,7 +253,8 @@ def _graph_solution(problem_path, size, params, tmp_path):
     return spec, solution
 
 
-@pytest.mark.parametrize("problem", ["conv2d_bn_relu_pool", "sum_middle_dim"])
+# The dataset's graph-family problems (sum_middle_dim was one until the reduce template took a middle dim).
+@pytest.mark.parametrize("problem", ["conv2d_bn_relu_pool"])
 def test_the_datasets_graph_problems_pass_the_harness(tmp_path, problem):
     from support import ROOT, fast_options
 

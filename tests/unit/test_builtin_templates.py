@@ -41,6 +41,7 @@ SHIPPED = {
     ),
     "relu": ("elementwise", {"input": 0, "chain": [{"op": "relu"}]}, []),
     "sum_rows": ("reduce", {"op": "sum", "dim": -1, "keepdim": False, "input": 0}, []),
+    "sum_middle_dim": ("reduce", {"op": "sum", "dim": -2, "keepdim": False, "input": 0, "inner_dims": 1}, []),
     "attention": ("attention", {"causal": False, "scale": 0.125, "default_scale": True, "q": 0, "k": 1, "v": 2}, []),
     "attention_causal": (
         "attention",

@@ -43,6 +43,11 @@ def _spec(family: str, dtype: str = "float32", **attrs) -> dict:
             "no triton linear template reads a softmax over the output's rows (only the C++ GEMM does)",
         ),
         (
+            _spec("reduce", op="sum", dim=-2, inner_dims=1),
+            "triton",
+            "no triton reduce template reads a reduction over a dim other than the last (only the C++ reduce does)",
+        ),
+        (
             _spec("rmsnorm", residual=1),
             "cpp",
             "no cpp rmsnorm template reads a residual sum (only the C++ layernorm does)",

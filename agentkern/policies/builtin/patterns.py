@@ -179,10 +179,13 @@ def _norm(n: N, names: Names) -> tuple[str, dict]:
 def _reduce(n: N) -> tuple[str, dict]:
     if n.attrs.get("tuple"):
         raise Unsupported(f"torch.{n.op}(x, dim) returns values and indices: only .values / [0] is supported")
-    ndim = n.attrs["ndim"]
-    if n.attrs["dims"] != [ndim - 1]:
-        raise Unsupported(f"{n.op} over dims {n.attrs['dims']} of a {ndim}-D tensor: only the last dim is supported")
-    return "reduce", {"op": n.op, "dim": -1, "keepdim": n.attrs["keepdim"], "input": _input(n.args[0], n.op)}
+    ndim, dims = n.attrs["ndim"], n.attrs["dims"]
+    if len(dims) != 1:
+        raise Unsupported(f"{n.op} over dims {dims} of a {ndim}-D tensor: one dim at a time is supported")
+    attrs = {"op": n.op, "dim": dims[0] - ndim, "keepdim": n.attrs["keepdim"], "input": _input(n.args[0], n.op)}
+    if dims[0] != ndim - 1:  # columns of [outer, n, inner]: a template must say it reads this (templates.py)
+        attrs["inner_dims"] = ndim - 1 - dims[0]
+    return "reduce", attrs
 
 
 def _gemm_operand(n: N, names: Names, preferred: str) -> dict:

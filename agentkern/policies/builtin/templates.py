@@ -49,7 +49,11 @@ def families() -> list[str]:
 
 
 # Spec attributes that only some templates read: a template lists those it reads in its JSON's "attrs".
-OPTIONAL_ATTRS = {"residual": "a residual sum", "row_op": "a softmax over the output's rows"}
+OPTIONAL_ATTRS = {
+    "residual": "a residual sum",
+    "row_op": "a softmax over the output's rows",
+    "inner_dims": "a reduction over a dim other than the last",
+}
 SHORT_DTYPES = {"float16": "fp16", "bfloat16": "bf16"}  # in messages
 
 
