@@ -40,12 +40,25 @@ PROBLEMS = {
         "torch.randn(37, 45, dtype=torch.bfloat16), torch.randn(45, 70, dtype=torch.bfloat16)",
         "",
     ),
+    # K past one K block (16 k steps of 32 in fp32, 48 in bf16): operands are packed a K block at a time, and C
+    # accumulates over the blocks; the last block short, with an edge in K.
+    "matmul_long_k": ("return torch.matmul(a, b)", "torch.randn(260, 1100), torch.randn(1100, 270)", ""),
+    "linear_long_k": ("return self.fc(x)", "torch.randn(300, 1100)", "self.fc = nn.Linear(1100, 260)"),
+    "bmm_long_k_by_batch": ("return torch.bmm(a, b)", "torch.randn(5, 260, 600), torch.randn(5, 600, 270)", ""),
+    "matmul_bf16_long_k": (
+        "return torch.matmul(a, b)",
+        "torch.randn(40, 1600, dtype=torch.bfloat16), torch.randn(1600, 70, dtype=torch.bfloat16)",
+        "",
+    ),
 }
 
 
 # fp32 products whose inputs also get +-inf and a value near FLT_MAX: the three-part split cannot hold them
 # (inf - inf is NaN), so the kernel must notice while packing and take its FMA path, as torch would answer.
 NONFINITE = ("matmul_edges", "matmul_256", "bmm", "bmm_by_batch", "bmm_transposed_by_batch")
+# ... and with the infinite value only in the last K block, found after C has taken the earlier blocks' products:
+# the FMA path must still write every value of C again.
+NONFINITE_LATE = ("matmul_long_k", "linear_long_k", "bmm_long_k_by_batch")
 
 
 def _has_amx() -> bool:
@@ -102,11 +115,15 @@ CHECK = textwrap.dedent("""
             expected, got = reference(*xs), candidate(*xs)
             assert got.shape == expected.shape and got.dtype == expected.dtype, (got.shape, got.dtype)
             torch.testing.assert_close(got, expected, atol=tol * scale * scale, rtol=tol)
-        if sys.argv[4] == "nonfinite":  # +-inf, and a value whose leading bf16 part rounds to inf
+        late = {"nonfinite": False, "nonfinite_late": True}.get(sys.argv[4])
+        if late is not None:
             torch.manual_seed(1)
             xs = problem.get_inputs()
             first = xs[0].view(-1)
-            first[5], first[first.numel() // 2], first[-3] = float("inf"), float("-inf"), 3.4e38
+            if late:  # only in the last row, three columns before its end: the last K block
+                first[-3] = float("inf")
+            else:  # +-inf, and a value whose leading bf16 part rounds to inf
+                first[5], first[first.numel() // 2], first[-3] = float("inf"), float("-inf"), 3.4e38
             expected, got = reference(*xs), candidate(*xs)
             assert not expected.isfinite().all()
             torch.testing.assert_close(got, expected, atol=tol, rtol=tol, equal_nan=True)
@@ -125,7 +142,7 @@ def test_amx_products_match_torch(tmp_path, name):
     script.write_text(CHECK)
     tol = "1e-2" if "bf16" in name else "1e-4"
     # torch's own gelu of -inf is NaN where the erf form says 0: non-finite inputs only without an epilogue
-    nonfinite = "nonfinite" if name in NONFINITE else "finite"
+    nonfinite = "nonfinite" if name in NONFINITE else "nonfinite_late" if name in NONFINITE_LATE else "finite"
     run = subprocess.run(
         [sys.executable, str(script), str(problem_path), str(kernel_path), tol, nonfinite],
         capture_output=True,
