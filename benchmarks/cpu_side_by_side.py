@@ -1,6 +1,6 @@
 """Benchmark: agentkern's CPU kernels side by side with torch eager, torch.compile and the copy bandwidth.
 
-    python benchmarks/cpu_side_by_side.py [--only NAME ...] [--params '{"micro": "12x32"}'] [--blocks 7]
+    python benchmarks/cpu_side_by_side.py [--only NAME ...] [--params '{"micro": "12x32"}'] [--blocks 7] [--warm]
                                           [--json OUT.json]
 
 One process, one run, every column timed in the same interleaved blocks: the kernel the built-in policy
@@ -10,7 +10,8 @@ calls), the same Model under torch.compile (Inductor's C++ backend), and a copy 
 problem moves (`x.copy_(y)` of buffers 4x the last-level cache, torch's own threads: the copy-bandwidth bound of a
 memory-bound kernel, measured once per run).
 Each call gets inputs of its own from a pool at least twice the last-level cache, so memory-bound kernels
-read from memory as they would in a model (and as the harness's fresh inputs make them). Medians of the
+read from memory as they would in a model (and as the harness's fresh inputs make them); `--warm` reuses one
+input set instead (cache-resident inputs: what a kernel costs once its operands are in the cache). Medians of the
 blocks; ratios are eager_ms / kernel_ms and compile_ms / kernel_ms (above 1: the kernel is faster), and
 `of_copy_bw` is the kernel's bytes per second over the copy's (1.0: at the copy bandwidth; a problem whose
 data fits the cache can go above it).
@@ -89,7 +90,14 @@ def copy_bandwidth_gbs(n_blocks: int) -> float:
 
 
 def measure(
-    name: str, problem_stem: str, sizes: dict, params: dict | None, n_blocks: int, tmp: Path, copy_gbs: float
+    name: str,
+    problem_stem: str,
+    sizes: dict,
+    params: dict | None,
+    n_blocks: int,
+    tmp: Path,
+    copy_gbs: float,
+    warm: bool = False,
 ) -> dict:
     from agentkern.harness.meta_work import meta_work
 
@@ -105,7 +113,8 @@ def measure(
     torch.manual_seed(0)
     compiled = torch.compile(problem.Model(*init).eval())  # the same parameters: the same seed
     in_bytes = sum(t.numel() * t.element_size() for t in problem.get_inputs() if isinstance(t, torch.Tensor))
-    pool = [problem.get_inputs() for _ in range(max(2, min(64, 2 * _llc_bytes() // max(in_bytes, 1) + 1)))]
+    pool_size = 1 if warm else max(2, min(64, 2 * _llc_bytes() // max(in_bytes, 1) + 1))
+    pool = [problem.get_inputs() for _ in range(pool_size)]
     with torch.no_grad():
         expect, got = eager(*pool[0]), ours(*pool[0])
         err = (expect.float() - got.float()).abs().max().item()
@@ -151,6 +160,9 @@ def main() -> None:
     parser.add_argument("--only", action="append", default=[], help="a case's problem name (repeatable)")
     parser.add_argument("--params", type=json.loads, default=None, help="template parameters over the defaults")
     parser.add_argument("--blocks", type=int, default=7)
+    parser.add_argument(
+        "--warm", action="store_true", help="one input set for every call (cache-resident), not a fresh one each call"
+    )
     parser.add_argument("--dataset", action="store_true", help="every problem of kernels_dataset instead")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     args = parser.parse_args()
@@ -176,7 +188,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="agentkern-sbs-") as tmp:
         for name, stem, sizes in cases:
             try:
-                r = measure(name, stem, sizes, args.params, args.blocks, Path(tmp), copy_gbs)
+                r = measure(name, stem, sizes, args.params, args.blocks, Path(tmp), copy_gbs, args.warm)
             except Exception as exc:  # one case that cannot render or run is a row, not the end of the table
                 print(f"| {name} | {type(exc).__name__}: {str(exc).splitlines()[0][:120]} | | | | | | | |", flush=True)
                 continue
