@@ -273,6 +273,21 @@ CPP_SOURCES = {
         def get_init_inputs():
             return []
         """,
+    "bias_relu_odd": """
+        class Model(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.b = nn.Parameter(torch.randn(n))
+
+            def forward(self, x):
+                return torch.relu(x * 2.0 + self.b)
+
+        def get_inputs():
+            return [torch.randn(97, 333)]
+
+        def get_init_inputs():
+            return [333]
+        """,
     "chain": """
         class Model(nn.Module):
             def __init__(self, n):

@@ -28,22 +28,27 @@ def specs(problems) -> dict[str, dict]:
 
 # (problem, non-default parameters): every family, its defaults and one other set, judged by the harness.
 CASES = [
-    ("softmax", {"algorithm": "three_pass", "block_vecs": 2, "schedule": "dynamic", "prefetch": 1}),
-    ("scaled_softmax", {"block_vecs": 8, "prefetch": 1}),
+    ("softmax", {"algorithm": "three_pass", "block_vecs": 2, "schedule": "dynamic", "prefetch": 1, "stream": "always"}),
+    ("scaled_softmax", {"block_vecs": 8, "prefetch": 1, "stream": "always"}),
+    ("log_softmax_scaled", {"stream": "always"}),  # rows of 333: streamed where a row starts on a vector, else not
     ("log_softmax", {"algorithm": "three_pass", "block_vecs": 8}),
     ("softmax_avx512", {"simd": "avx512", "block_vecs": 2, "prefetch": 1}),
     ("scaled_softmax_avx512", {"simd": "avx512", "algorithm": "three_pass", "block_vecs": 4}),
     ("log_softmax_avx512", {"simd": "avx512", "block_vecs": 8}),
-    ("layernorm_relu", {"algorithm": "one_pass", "accumulators": 4, "unroll": 1, "schedule": "dynamic"}),
-    ("rms_hand", {"algorithm": "rows", "accumulators": 4, "block": 1024, "unroll": 4}),
-    ("rms_module", {"algorithm": "rows", "unroll": 1}),
+    (
+        "layernorm_relu",
+        {"algorithm": "one_pass", "accumulators": 4, "unroll": 1, "schedule": "dynamic", "stream": "always"},
+    ),
+    ("rms_hand", {"algorithm": "rows", "accumulators": 4, "block": 1024, "unroll": 4, "stream": "always"}),
+    ("rms_module", {"block": 1024, "stream": "always"}),  # one row of 20000: split among the threads
     ("amax", {"accumulators": 4, "algorithm": "rows", "schedule": "dynamic"}),
     ("max_long", {"block": 1024}),
     ("sum_rows", {"block": 4096, "accumulators": 4}),
     ("sum_mid_keepdim_avx512", {"simd": "avx512"}),
     ("mean_dim0", {"algorithm": "rows", "schedule": "dynamic"}),
     ("amin_mid_nan_avx512", {"simd": "avx512"}),
-    ("chain", {"unroll": 1, "schedule": "dynamic"}),
+    ("chain", {"unroll": 1, "schedule": "dynamic", "stream": "always"}),
+    ("bias_relu_odd", {"stream": "always", "unroll": 2}),  # a bias row of 333: rows streamed where aligned
     ("relu", {"stream": "always", "chunk": 4096, "unroll": 2}),
     ("chain_avx512", {"simd": "avx512", "unroll": 2, "schedule": "dynamic"}),
     ("gelu_avx512", {"simd": "avx512", "stream": "always", "chunk": 4096}),
@@ -70,7 +75,7 @@ CASES = [
     ("matvec_long_k", {"micro": "4x16"}),
     ("linear_one_row", {"micro": "4x24"}),
     ("bmv", {"micro": "6x16"}),
-    ("residual_layernorm", {"algorithm": "one_pass", "unroll": 4}),
+    ("residual_layernorm", {"algorithm": "one_pass", "unroll": 4, "stream": "always"}),
     ("matmul_fp16", {"micro": "4x24", "kc": 128, "pack_a": False}),
     ("matmul_bias_gelu", {"micro": "14x32", "kc": 256, "mc": 96}),
     ("matmul_bf16", {"micro": "8x8", "kc": 384, "schedule": "static"}),

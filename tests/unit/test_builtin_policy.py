@@ -71,3 +71,19 @@ def test_the_host_features_decide_which_micro_kernels_are_proposed(monkeypatch, 
         proposed |= {d["params"]["micro"] for d in policy.write(policy.plan(c), c, beam=4)}
     assert proposed and bool(proposed & wide) == wide_allowed
     assert (policy.plan(ctx(1, 1))["parent_params"]["micro"] in wide) == wide_allowed
+
+
+def test_every_knob_of_a_stage_is_moved_once_before_any_is_moved_twice(monkeypatch):
+    # Three values of one knob beside two-valued ones: with moves drawn value by value, a beam of three could
+    # spend itself on the many-valued knob (the elementwise template's chunk sizes before its store mode).
+    space = {"chunk": [1, 2, 3, 4], "stream": ["auto", "never"], "simd": ["avx2", "avx512"]}
+    monkeypatch.setattr(templates, "param_space", lambda family, backend, stage_max=3, features=None: space)
+    defaults = {"chunk": 1, "stream": "auto", "simd": "avx2"}
+    monkeypatch.setattr(templates, "default_params", lambda family, backend, features=None: defaults)
+    monkeypatch.setattr(templates, "render", lambda spec, params, backend: "class ModelNew: pass\n")
+    for seed in range(20):
+        policy = BuiltinPolicy({"family": "elementwise"}, "cpp", seed=seed)
+        c = ctx(1, 1)
+        drafts = policy.write(policy.plan(c), c, beam=4)
+        moved = [next(k for k in defaults if d["params"][k] != defaults[k]) for d in drafts[1:]]
+        assert sorted(moved) == ["chunk", "simd", "stream"], (seed, moved)

@@ -18,6 +18,21 @@ from agentkern.policies.builtin import templates
 from agentkern.types import Draft, OpSpec, Plan
 
 
+def _knob_by_knob(space: dict[str, list], base: dict[str, Any], rng: random.Random) -> list[tuple[str, Any]]:
+    """The one-change moves away from `base` in `space`, every parameter's first before any parameter's second
+    (parameters and values in random order): a beam of a few candidates tries each knob of the stage rather
+    than two values of one (the elementwise template's store mode, 1.4x on a 4 MiB ReLU, went untried in a
+    search of 8 candidates that tried both chunk sizes)."""
+    per_knob = []
+    for name, values in sorted(space.items()):
+        others = [v for v in values if base.get(name) != v]
+        rng.shuffle(others)
+        if others:
+            per_knob.append([(name, v) for v in others])
+    rng.shuffle(per_knob)
+    return [knob[i] for i in range(max(map(len, per_knob), default=0)) for knob in per_knob if i < len(knob)]
+
+
 def _key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True)
 
@@ -121,9 +136,7 @@ class BuiltinPolicy(Policy):
             proposals.append((base, parent_id))
             seen.add(_key(base))
         for s in range(stage, 4):
-            moves = [(n, v) for n, values in sorted(self._space(s).items()) for v in values if base.get(n) != v]
-            rng.shuffle(moves)
-            for name, value in moves:
+            for name, value in _knob_by_knob(self._space(s), base, rng):
                 if len(proposals) >= beam:
                     return
                 params = {**base, name: value}
