@@ -9,8 +9,10 @@ Model in eager mode (for the GEMMs that is torch.matmul / F.linear: oneDNN or MK
 calls), the same Model under torch.compile (Inductor's C++ backend), and a copy of as many bytes as the
 problem moves (`x.copy_(y)` of buffers 4x the last-level cache, torch's own threads: the copy-bandwidth bound of a
 memory-bound kernel, measured once per run).
-Each call gets inputs of its own from a pool at least twice the last-level cache, so memory-bound kernels
-read from memory as they would in a model (and as the harness's fresh inputs make them); `--warm` reuses one
+Each call gets inputs of its own from a pool twice the last-level cache, at most 64 input sets, so memory-bound
+kernels read from memory as they would in a model (and as the harness's fresh inputs make them), unless the 64
+sets fit the cache the CPU reports (a VM that reports its host's 480 MiB L3: then they come from the L3, and the
+harness's figures are the ones to trust; docs/bench.md, "Fresh operands"); `--warm` reuses one
 input set instead (cache-resident inputs: what a kernel costs once its operands are in the cache). Medians of the
 blocks; ratios are eager_ms / kernel_ms and compile_ms / kernel_ms (above 1: the kernel is faster), and
 `of_copy_bw` is the kernel's bytes per second over the copy's (1.0: at the copy bandwidth; a problem whose
