@@ -147,6 +147,59 @@ CASES = [
     ("linear_weight_in_place", "self.l = nn.Linear(37, 70)", "self.l(x)", "[torch.randn(19, 37)]"),
     ("bmm_transposed", "pass", "torch.bmm(x, y.transpose(1, 2))", "[torch.randn(2, 17, 24), torch.randn(2, 40, 24)]"),
     ("matvec", "pass", "torch.matmul(x, y)", "[torch.randn(7, 9), torch.randn(9, 1)]"),
+    # Fused elementwise groups (graph_fuse.py): a conv's chain with a per-channel parameter (vector body), ops
+    # with no vector form or results of other dtypes (the double body, each result rounded to its dtype), a
+    # leaf strided inside the run (the vector walker declines), more leaves than one kernel reads (split),
+    # batch norm in inference alone (a group whose root is a tuple) and without affine parameters.
+    (
+        "conv_relu_bias_add",
+        "self.c = nn.Conv2d(3, 16, 3); self.b = nn.Parameter(torch.randn(16, 1, 1))",
+        "torch.relu(self.c(x)) + self.b",
+        "[torch.randn(2, 3, 20, 18)]",
+    ),
+    (
+        "conv_sub_tanh_sub_mish",
+        "self.c = nn.Conv2d(4, 6, 3, padding=1)",
+        "F.mish(torch.tanh(self.c(x) - 0.5) - 0.2) * 1.5",
+        "[torch.randn(2, 4, 9, 13)]",
+    ),
+    ("where_of_a_comparison", "pass", "torch.where(x > 0.3, x * 2.0, torch.exp(-x)) + 1", "[torch.randn(6, 50)]"),
+    ("strided_leaf", "pass", "torch.sigmoid(x.transpose(0, 1) + y) * 3.0", "[torch.randn(40, 7), torch.randn(7, 40)]"),
+    (
+        "eleven_leaves",
+        "self.p = nn.ParameterList([nn.Parameter(torch.randn(37)) for _ in range(10)])",
+        "torch.relu(x + self.p[0] + self.p[1] + self.p[2] + self.p[3] + self.p[4] + self.p[5] + self.p[6] + self.p[7]"
+        " + self.p[8] + self.p[9] + y)",
+        "[torch.randn(5, 37), torch.randn(5, 37)]",
+    ),
+    (
+        "batch_norm_eval_alone",
+        "self.bn = nn.BatchNorm2d(5); self.bn.running_mean.uniform_(-1, 1); self.bn.running_var.uniform_(0.5, 2)",
+        "self.bn(x)",
+        "[torch.randn(3, 5, 7, 40)]",
+    ),
+    (
+        "batch_norm1d_no_affine_scaled",
+        "self.bn = nn.BatchNorm1d(6, affine=False); self.bn.running_mean.uniform_(-1, 1)",
+        "torch.sigmoid(self.bn(x) * 2.0)",
+        "[torch.randn(4, 6, 33)]",
+    ),
+    # The implicit-GEMM convolution: K in several blocks (576 > the default 256), fewer output channels than a
+    # register tile's rows, output positions not whole panels; strided, padded and dilated with rows of 66.
+    ("conv_many_channels", "self.c = nn.Conv2d(64, 7, 3, padding=1)", "self.c(x)", "[torch.randn(2, 64, 9, 11)]"),
+    (
+        "conv_strided_dilated",
+        "self.c = nn.Conv2d(3, 10, (5, 3), stride=(2, 1), padding=(2, 1), dilation=(1, 2))",
+        "self.c(x)",
+        "[torch.randn(2, 3, 17, 70)]",
+    ),
+    # 2 x 2 max pooling's vector path: NaN in windows, odd widths (a tail), ceil mode (windows past the edge).
+    (
+        "max_pool_2x2_nan",
+        "pass",
+        "F.max_pool2d(x, 2) + F.max_pool2d(x, 2, ceil_mode=True)[..., :4, :20]",
+        "[torch.randn(2, 3, 9, 41).masked_fill(torch.rand(2, 3, 9, 41) < 0.03, float('nan'))]",
+    ),
 ]
 
 
@@ -221,7 +274,7 @@ def test_a_graph_no_template_covers_is_rendered_and_computes_the_reference(tmp_p
         args = module.get_inputs()  # fresh draws: nothing was specialised to the traced values
         with torch.no_grad():
             expected, got = model(*args), kernel(*args)
-        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
 
 
 def test_the_rendered_forward_calls_torch_only_to_view_allocate_and_copy(tmp_path):
@@ -230,7 +283,8 @@ def test_the_rendered_forward_calls_torch_only_to_view_allocate_and_copy(tmp_pat
     _, _, spec = _spec(path, module)
     source = templates.render(spec, {}, "cpp")
     body = source.split("class ModelNew", 1)[1]
-    assert "_convolution(" in body and "_batch_norm(" in body and "_max_pool(" in body
+    assert "_convolution(" in body and "_fused(" in body and "_max_pool(" in body
+    assert "_batch_norm(" not in body and "_ew(" not in body  # batch norm and ReLU: one fused pass
     assert "indices=False)" in body  # the pooling's indices are never read: not computed
     assert "torch.ops.aten.convolution" not in body and "F." not in body
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from agentkern.policies.builtin import graph_fuse
 from agentkern.policies.builtin.graph_ops import EW, EW_CODES, EW_OPS, HELPERS, NEUTRAL
 from agentkern.policies.builtin.graph_trace import refs
 
@@ -109,9 +110,37 @@ def line(node: dict, read: set[str] | None = None) -> str | None:
     return f"{name} = {_call(HELPERS[op][0], node)}"
 
 
-def kernel_groups(plan: dict) -> list[str]:
-    groups = {"ew"} if any(n["op"] in EW_OPS for n in plan["nodes"]) else set()
-    groups |= {HELPERS[n["op"]][1] for n in plan["nodes"] if n["op"] in HELPERS and HELPERS[n["op"]][1]}
+def _fused_line(group: dict) -> str:
+    """The statement computing a fused group (graph_fuse.py) at its root node."""
+    leaves = ", ".join(f"({source(value)}, {channel})" for value, channel in group["leaves"])
+    params = ", ".join(
+        source({"float": repr(v)}) if v != v or v in (float("inf"), -float("inf")) else repr(v) for v in group["params"]
+    )
+    call = f"_fused({group['index']}, torch.{group['dtype']}, [{leaves}], [{params}])"
+    return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
+
+
+def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
+    """Node name -> its statement where fusion changes it: a group's root computes the group, its other
+    members (and a getitem reading one) compute nothing."""
+    members = {m: g for g in fused for m in g["members"]}
+    changed: dict[str, str | None] = {}
+    for node in plan["nodes"]:
+        name = node["name"]
+        if name in members:
+            changed[name] = _fused_line(members[name]) if members[name]["root"] == name else None
+        elif node["op"] == "getitem" and node["args"][0]["ref"] in members:
+            source_name = node["args"][0]["ref"]
+            if members[source_name]["root"] != source_name:
+                changed[name] = None
+    return changed
+
+
+def kernel_groups(plan: dict, fused: list[dict] = ()) -> list[str]:
+    members = {m for g in fused for m in g["members"]}
+    nodes = [n for n in plan["nodes"] if n["name"] not in members]
+    groups = {"ew"} if fused or any(n["op"] in EW_OPS for n in nodes) else set()
+    groups |= {HELPERS[n["op"]][1] for n in nodes if n["op"] in HELPERS and HELPERS[n["op"]][1]}
     if "conv" in groups:
         groups.add("gemm")  # convolutions run as GEMMs of their input patches (kernels.cpp.j2)
     return sorted(groups)
@@ -130,12 +159,16 @@ def context(spec: dict) -> dict:
             bound.append(f"{node['name']} = self._constant_{node['name']}")
     outputs = [source(o) for o in plan["outputs"]]
     read = whole_tuples_read(plan)
+    fused = graph_fuse.groups(plan, read)
+    changed = _fused_lines(plan, fused)
+    lines = [changed[n["name"]] if n["name"] in changed else line(n, read) for n in plan["nodes"]]
     return {
         "bound": bound,
-        "lines": [s for s in (line(n, read) for n in plan["nodes"]) if s],
+        "lines": [s for s in lines if s],
         "returned": outputs[0] if len(outputs) == 1 else "(" + ", ".join(outputs) + ",)",
         "constants": [n for n in plan["nodes"] if n["op"] == "constant"],
-        "kernels": kernel_groups(plan),
+        "kernels": kernel_groups(plan, fused),
+        "fused": fused,
         "ew": EW,
         "ew_codes": EW_CODES,
         "inputs": plan["inputs"],

@@ -1,0 +1,239 @@
+"""Runs of elementwise ops in a traced graph (graph_trace.py) fused into one kernel each, for the graph family.
+
+Op by op, `relu(x * s + b)` is three passes over memory, two temporaries and three kernel calls. Here every
+elementwise node whose tensor operand is an elementwise node read by nothing else joins that node's group;
+a group is computed in one pass (kernels_dataset/templates/graph/kernels.cpp.j2, `fused_<k>`): per output
+element, its external operands (leaves) are read through their broadcast strides and the members evaluated in
+order. Each member's result is rounded to its own dtype, as the op-by-op kernels store it, so fusing changes
+no value. Batch norm in inference (running statistics, only its output read) joins too: per channel it is
+(x - mean) / sqrt(var + eps) * w + b, its four vectors read as [C, 1, ...] over x.
+
+A group whose members all compute float32 and all have a vector form (EW_VEC) also gets a vector body, used
+at run time when the innermost run of the output is one contiguous or broadcast stream per leaf.
+No torch here.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections import Counter
+
+from agentkern.policies.builtin.graph_ops import EW, EW_OPS
+from agentkern.policies.builtin.graph_trace import refs
+
+MAX_LEAVES = 8  # operands one fused kernel reads (kernels.cpp.j2's walkers keep this many offsets)
+
+# Elementwise ops with a float32 vector form (vecmath.h.j2), over vectors {x}, {y} and broadcast parameters
+# {a}, {b}: what the fused vector body computes. NaN behaves as in the double expressions of EW.
+EW_VEC: dict[str, str] = {
+    "copy": "{x}",
+    "neg": "v_neg({x})",
+    "abs": "v_abs({x})",
+    "sqrt": "vsqrt({x})",
+    "exp": "v_exp({x})",
+    "tanh": "v_tanh({x})",
+    "sigmoid": "v_sigmoid({x})",
+    "silu": "v_silu({x})",
+    "gelu": "v_gelu({x})",
+    "gelu_tanh": "v_gelu_tanh({x})",
+    "relu": "vmax(vzero(), {x})",
+    "add": "vadd({x}, vmul({a}, {y}))",
+    "sub": "vsub({x}, vmul({a}, {y}))",
+    "mul": "vmul({x}, {y})",
+    "div": "vdiv({x}, {y})",
+    # max_ps / min_ps return their second operand when either is NaN: x last keeps a NaN x.
+    "clamp": "vmin({b}, vmax({a}, {x}))",
+    "leaky_relu": "vselect_gt0({x}, {x}, vmul({x}, {a}))",
+    # x * scale + shift, scale and shift per channel computed once per run of the channel (`uniform`).
+    "batch_norm": "vfmadd({x}, vset(U[{scale}]), vset(U[{shift}]))",
+}
+
+BATCH_NORM_EVAL = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit_no_training.default"}
+_ROUND = {
+    "float32": "(double)(float)({e})",
+    "int64": "(double)(int64_t)({e})",
+    "bool": "(({e}) != 0.0 ? 1.0 : 0.0)",
+    "float64": "({e})",
+}
+
+
+def _f32(value: float) -> float:
+    """A Python number as float32 rounds it: the op-by-op path passes scalars as 0-d float32 tensors."""
+    return struct.unpack("f", struct.pack("f", value))[0] if math.isfinite(value) else value
+
+
+def _batch_norm_eval(node: dict, read_whole: set[str]) -> bool:
+    """A batch norm computing from running statistics, of which only item 0 (the output) is read."""
+    if node["op"] not in BATCH_NORM_EVAL or node["name"] in read_whole:
+        return False
+    args = node.get("args", [])
+    training = args[5] if node["op"] == "aten.native_batch_norm.default" and len(args) > 5 else False
+    stats = args[3:5] if len(args) >= 5 else []
+    return training is False and len(stats) == 2 and all(isinstance(s, dict) and "ref" in s for s in stats)
+
+
+def _operands_and_params(node: dict) -> tuple[str, list, dict]:
+    """(EW name, operand values in order, {param letter: value}) of an elementwise node or an eval batch norm
+    (operands x, mean, var, weight, bias: a missing weight is 1, a missing bias 0)."""
+    args = node.get("args", [])
+    if node["op"] in BATCH_NORM_EVAL:
+        eps = args[7] if node["op"] == "aten.native_batch_norm.default" else args[6]
+        weight = args[1] if args[1] is not None else 1.0
+        bias = args[2] if args[2] is not None else 0.0
+        return "batch_norm", [args[0], args[3], args[4], weight, bias], {"a": float(eps)}
+    name, positions, spec = EW_OPS[node["op"]]
+    operands = [args[1]] if node["op"] == "aten.pow.Scalar" else [args[i] for i in positions]
+    params = {}
+    for letter, (position, keyword, default) in spec.items():
+        value = args[position] if len(args) > position else node.get("kwargs", {}).get(keyword, default)
+        value = default if value is None else value
+        if isinstance(value, dict) and "float" in value:
+            value = value["float"]
+        params[letter] = float(value)
+    return name, operands, params
+
+
+def _dtype(node: dict, by_name: dict) -> str | None:
+    """A member's result dtype: a batch norm's (traced as a tuple, no dtype of its own) is its input's."""
+    if node["op"] in BATCH_NORM_EVAL:
+        return by_name[node["args"][0]["ref"]].get("dtype") if _is_ref(node["args"][0]) else None
+    return node.get("dtype")
+
+
+def _is_ref(value) -> bool:
+    return isinstance(value, dict) and "ref" in value
+
+
+def groups(plan: dict, read_whole: set[str]) -> list[dict]:
+    """The plan's fused groups, in node order: {"index", "members" (node names, the root last), "root",
+    "dtype", "leaves" ([{"ref": name}, channel] pairs: channel leaves are read as [C, 1, ...] over the output),
+    "params" (numbers), "scalar" (the C++ body in double, lines), "vector" (the float32 body, or None), "uniform" (what the
+    vector body reads as U[i]: computed once per run from the channel leaves' values B[k][0])}.
+    A lone plain elementwise op is left to the op-by-op kernel. `read_whole`: the nodes read other than as
+    item 0 (graph_render.whole_tuples_read): a batch norm among them keeps its own kernel."""
+    uses = Counter(refs(plan["outputs"]))
+    for node in plan["nodes"]:
+        uses.update(refs([node.get("args", []), node.get("kwargs", {})]))
+    by_name = {n["name"]: n for n in plan["nodes"]}
+    order = {name: i for i, name in enumerate(by_name)}
+    # getitem(batch norm, 0) is the batch norm's output: a member reads through it.
+    item0 = {
+        n["name"]: n["args"][0]["ref"]
+        for n in plan["nodes"]
+        if n["op"] == "getitem" and n["args"][1] == 0 and by_name[n["args"][0]["ref"]]["op"] in BATCH_NORM_EVAL
+    }
+    group_of: dict[str, list[str]] = {}  # member name -> its group's member list (shared)
+    for node in plan["nodes"]:
+        name = node["name"]
+        fusable = node["op"] in EW_OPS or _batch_norm_eval(node, read_whole)
+        if not fusable or _dtype(node, by_name) not in _ROUND:
+            continue
+        joined: list[list[str]] = []
+        operands = _operands_and_params(node)[1]
+        for value in operands[:1] if node["op"] in BATCH_NORM_EVAL else operands:  # a norm's vectors stay leaves
+            if not _is_ref(value):
+                continue
+            ref = value["ref"]
+            source = item0.get(ref, ref)
+            single = uses[ref] == 1 and (ref == source or uses[source] == 1)
+            if single and source in group_of and group_of[source] not in joined:
+                joined.append(group_of[source])
+        members = sorted([m for g in joined for m in g] + [name], key=order.__getitem__)
+        if len(_leaves(members, by_name, item0)) > MAX_LEAVES:
+            members = [name]
+        for m in members:
+            group_of[m] = members
+    seen, result = set(), []
+    for node in plan["nodes"]:
+        members = group_of.get(node["name"])
+        if members is None or id(members) in seen:
+            continue
+        seen.add(id(members))
+        if len(members) == 1 and by_name[members[0]]["op"] in EW_OPS:
+            continue
+        result.append(_group(len(result), members, by_name, item0))
+    return result
+
+
+def _reads(name: str, by_name: dict, item0: dict, inside: set[str]):
+    """(operand value, member it comes from or None, channel) for each operand of member `name`."""
+    ew, operands, _ = _operands_and_params(by_name[name])
+    for i, value in enumerate(operands):
+        source = item0.get(value["ref"], value["ref"]) if _is_ref(value) else None
+        yield value, (source if source in inside else None), ew == "batch_norm" and i > 0
+
+
+def _leaves(members: list[str], by_name: dict, item0: dict) -> list:
+    """The distinct tensor operands the members read from outside the group, in first-read order, as
+    [value, channel] pairs."""
+    inside = set(members)
+    leaves: list = []
+    for name in members:
+        for value, member, channel in _reads(name, by_name, item0, inside):
+            if _is_ref(value) and member is None and [value, channel] not in leaves:
+                leaves.append([value, channel])
+    return leaves
+
+
+def _group(index: int, members: list[str], by_name: dict, item0: dict) -> dict:
+    leaves = _leaves(members, by_name, item0)
+    inside = set(members)
+    position = {m: j for j, m in enumerate(members)}
+    params: list[float] = []
+    scalar_lines, vector_lines, uniform_lines, vectorizable = [], [], [], True
+    for j, name in enumerate(members):
+        node = by_name[name]
+        ew, _, letters = _operands_and_params(node)
+        values, vvalues = [], []
+        for value, member, channel in _reads(name, by_name, item0, inside):
+            if member is not None:
+                values.append(f"t{position[member]}")
+                vvalues.append(f"t{position[member]}")
+            elif _is_ref(value):
+                k = leaves.index([value, channel])
+                values.append(f"v[{k}]")
+                vvalues.append(f"ew_leaf<M>(B[{k}], K[{k}], i, m)")
+            else:  # a number
+                number = value["float"] if isinstance(value, dict) else value
+                params.append(float(number) if isinstance(number, bool) else _f32(float(number)))
+                values.append(f"p[{len(params) - 1}]")
+                vvalues.append(f"vset((float)p[{len(params) - 1}])")
+        slots = {}
+        for letter, value in letters.items():
+            params.append(value)
+            slots[letter] = len(params) - 1
+        if ew == "batch_norm":
+            names, expr = ["x", "mean", "var", "w", "bias"], "(x - mean) * (1.0 / std::sqrt(var + a)) * w + bias"
+        else:
+            names, expr = ["x", "y", "z"], EW[ew][1]
+        bindings = " ".join(f"const double {n} = {v};" for n, v in zip(names, values))
+        bindings += "".join(f" const double {k} = p[{i}];" for k, i in slots.items())
+        dtype = _dtype(node, by_name)
+        scalar_lines.append(f"double t{j}; {{ {bindings} t{j} = {_ROUND[dtype].format(e=expr)}; }}")
+        if dtype != "float32" or ew not in EW_VEC:
+            vectorizable = False
+            continue
+        fields = dict(zip(names, vvalues)) | {k: f"vset((float)p[{i}])" for k, i in slots.items()}
+        if ew == "batch_norm":  # its vectors are channel leaves or numbers: one value over the run
+            scalars = [v.replace("v[", "(double)B[").replace("]", "][0]") if v.startswith("v[") else v for v in values]
+            _, mean, var, w, bias = scalars
+            fields |= {"scale": len(uniform_lines) * 2, "shift": len(uniform_lines) * 2 + 1}
+            uniform_lines.append(
+                f"{{ const double s = {w} / std::sqrt({var} + p[{slots['a']}]); U[{fields['scale']}] = (float)s; "
+                f"U[{fields['shift']}] = (float)({bias} - {mean} * s); }}"
+            )
+        vector_lines.append(f"const vf t{j} = {EW_VEC[ew].format(**fields)};")
+    last = f"return t{len(members) - 1};"
+    return {
+        "index": index,
+        "members": members,
+        "root": members[-1],
+        "dtype": _dtype(by_name[members[-1]], by_name),
+        "tuple": by_name[members[-1]]["op"] in BATCH_NORM_EVAL,
+        "leaves": leaves,
+        "params": params,
+        "scalar": scalar_lines + [last],
+        "vector": vector_lines + [last] if vectorizable else None,
+        "uniform": uniform_lines,
+    }

@@ -1,0 +1,124 @@
+"""Which elementwise ops the graph family fuses into one pass (graph_fuse.py), on hand-written traced plans."""
+
+from agentkern.policies.builtin import graph_fuse
+from agentkern.policies.builtin.graph_render import context, whole_tuples_read
+
+
+def _node(name, op, *args, dtype="float32", **kwargs):
+    return {"name": name, "op": op, "args": list(args), "kwargs": kwargs, "dtype": dtype}
+
+
+def _ref(name):
+    return {"ref": name}
+
+
+def _plan(nodes, outputs):
+    inputs = [{"name": n, "op": "input", "of": i, "dtype": "float32"} for i, n in enumerate(["x", "y"])]
+    params = [{"name": n, "op": "param", "of": n, "dtype": "float32"} for n in ["w", "b", "mean", "var"]]
+    return {"params": [], "inputs": 2, "nodes": inputs + params + nodes, "outputs": [_ref(o) for o in outputs]}
+
+
+def _groups(plan):
+    return graph_fuse.groups(plan, whole_tuples_read(plan))
+
+
+def test_a_chain_is_one_group_with_its_scalars_rounded_to_float32():
+    plan = _plan(
+        [
+            _node("a", "aten.mul.Tensor", _ref("x"), 0.1),
+            _node("r", "aten.relu.default", _ref("a")),
+            _node("s", "aten.add.Tensor", _ref("r"), _ref("y")),
+        ],
+        ["s"],
+    )
+    (group,) = _groups(plan)
+    assert group["members"] == ["a", "r", "s"] and group["root"] == "s"
+    assert group["leaves"] == [[_ref("x"), False], [_ref("y"), False]]
+    assert group["params"][0] == 0.10000000149011612  # 0.1 as a float32, as the op-by-op kernel sees it
+    assert group["vector"] is not None and "vmax(vzero(), t0)" in "".join(group["vector"])
+    lines = context({"attrs": {"graph": plan}})["lines"]
+    assert lines == [
+        "s = _fused(0, torch.float32, [(x, False), (y, False)], [0.10000000149011612, 1.0])"
+    ]  # the members before the root compute nothing of their own
+
+
+def test_a_value_read_twice_or_returned_is_not_fused_into_its_reader():
+    twice = _plan(
+        [
+            _node("e", "aten.exp.default", _ref("x")),
+            _node("m", "aten.mul.Tensor", _ref("e"), _ref("e")),
+        ],
+        ["m"],
+    )
+    assert _groups(twice) == []  # two lone ops: each its own op-by-op kernel
+    returned = _plan(
+        [
+            _node("e", "aten.exp.default", _ref("x")),
+            _node("n", "aten.neg.default", _ref("e")),
+        ],
+        ["e", "n"],
+    )
+    assert _groups(returned) == []
+
+
+def test_results_of_other_dtypes_are_rounded_to_them_and_keep_the_group_off_the_vector_body():
+    plan = _plan(
+        [
+            _node("c", "aten.gt.Scalar", _ref("x"), 0.5, dtype="bool"),
+            _node("z", "aten.where.self", _ref("c"), _ref("x"), _ref("y")),
+        ],
+        ["z"],
+    )
+    (group,) = _groups(plan)
+    assert "!= 0.0 ? 1.0 : 0.0" in group["scalar"][0] and "(double)(float)" in group["scalar"][1]
+    assert group["vector"] is None
+
+
+def _batch_norm(training=False):
+    args = [_ref("x"), _ref("w"), _ref("b"), _ref("mean"), _ref("var"), training, 0.1, 1e-5]
+    return _node("bn", "aten.native_batch_norm.default", *args, dtype=None)
+
+
+def test_batch_norm_in_inference_joins_with_its_vectors_as_channel_leaves():
+    plan = _plan(
+        [
+            _batch_norm(),
+            {"name": "o", "op": "getitem", "args": [_ref("bn"), 0]},
+            _node("r", "aten.relu.default", _ref("o")),
+        ],
+        ["r"],
+    )
+    (group,) = _groups(plan)
+    assert group["members"] == ["bn", "r"] and group["dtype"] == "float32"
+    assert [channel for _, channel in group["leaves"]] == [False, True, True, True, True]
+    assert group["uniform"] and "vfmadd" in group["vector"][0]
+    lines = context({"attrs": {"graph": plan}})["lines"]
+    assert len(lines) == 1 and lines[0].startswith("r = _fused(0,")  # no batch norm, no getitem of it
+
+
+def test_batch_norm_alone_is_a_group_returning_a_tuple_and_training_or_read_statistics_keep_their_kernel():
+    alone = _plan([_batch_norm(), {"name": "o", "op": "getitem", "args": [_ref("bn"), 0]}], ["o"])
+    (group,) = _groups(alone)
+    assert group["tuple"] and context({"attrs": {"graph": alone}})["lines"][0].startswith("bn = (_fused(0,")
+    training = _plan([_batch_norm(True), {"name": "o", "op": "getitem", "args": [_ref("bn"), 0]}], ["o"])
+    assert _groups(training) == []
+    stats = _plan(
+        [
+            _batch_norm(),
+            {"name": "o", "op": "getitem", "args": [_ref("bn"), 0]},
+            {"name": "s", "op": "getitem", "args": [_ref("bn"), 1]},
+        ],
+        ["o", "s"],
+    )
+    assert _groups(stats) == []
+
+
+def test_a_group_never_reads_more_leaves_than_its_kernel_keeps():
+    nodes, last = [], "x"
+    for i in range(graph_fuse.MAX_LEAVES + 2):
+        nodes.append({"name": f"p{i}", "op": "param", "of": f"p{i}", "dtype": "float32"})
+        nodes.append(_node(f"s{i}", "aten.add.Tensor", _ref(last), _ref(f"p{i}")))
+        last = f"s{i}"
+    groups = _groups(_plan(nodes, [last]))
+    assert len(groups) == 2 and all(len(g["leaves"]) <= graph_fuse.MAX_LEAVES for g in groups)
+    assert groups[1]["leaves"][0] == [_ref(groups[0]["root"]), False]  # the second reads the first's result
