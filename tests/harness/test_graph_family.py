@@ -184,9 +184,16 @@ CASES = [
         "torch.sigmoid(self.bn(x) * 2.0)",
         "[torch.randn(4, 6, 33)]",
     ),
-    # The implicit-GEMM convolution: K in several blocks (576 > the default 256), fewer output channels than a
-    # register tile's rows, output positions not whole panels; strided, padded and dilated with rows of 66.
+    # The implicit-GEMM convolution, rows of the padded input read in place (stride 1 along W) or packed
+    # (conv_pack_b): K in several blocks (576 > the default 256), fewer output channels than a register tile's
+    # rows, output positions not whole panels; strided, padded and dilated with rows of 70.
     ("conv_many_channels", "self.c = nn.Conv2d(64, 7, 3, padding=1)", "self.c(x)", "[torch.randn(2, 64, 9, 11)]"),
+    (
+        "conv_many_channels_strided",
+        "self.c = nn.Conv2d(64, 9, 3, stride=2, padding=1)",
+        "self.c(x)",
+        "[torch.randn(2, 64, 11, 13)]",
+    ),
     (
         "conv_strided_dilated",
         "self.c = nn.Conv2d(3, 10, (5, 3), stride=(2, 1), padding=(2, 1), dilation=(1, 2))",
