@@ -184,6 +184,17 @@ CASES = [
         "torch.sigmoid(self.bn(x) * 2.0)",
         "[torch.randn(4, 6, 33)]",
     ),
+    # The vector bodies' math at special values (0, -0, +-inf, NaN, denormals, overflow, tiny arguments): mish,
+    # softplus, log, log1p, selu (elu), hardswish, hardsigmoid, comparisons and where, tanh near 0.
+    (
+        "vector_math_special_values",
+        "pass",
+        "torch.stack([F.mish(x * 1.0), F.softplus(x * 2.0, beta=0.5, threshold=4.0), torch.log(x.abs() * 1.0),"
+        " torch.log1p(x.abs() * 1.0), F.selu(x * 1.0), F.hardswish(x * 1.0), F.hardsigmoid(x * 1.0),"
+        " torch.where(x * 1.0 > 0.5, x, -x) + (x <= 0.1) * 2.0, torch.tanh(x * 1e-5) * 1e5])",
+        "[torch.cat([torch.tensor([0.0, -0.0, float('inf'), -float('inf'), float('nan'), 1e-40, -1e-40, 88.0, -120.0,"
+        " 30.0, 1e-6, -1e-6]), torch.randn(500) * 6]).reshape(2, 256)]",
+    ),
     # The implicit-GEMM convolution, rows of the padded input read in place (stride 1 along W) or packed
     # (conv_pack_b): K in several blocks (576 > the default 256), fewer output channels than a register tile's
     # rows, output positions not whole panels; strided, padded and dilated with rows of 70.

@@ -61,7 +61,7 @@ def test_a_value_read_twice_or_returned_is_not_fused_into_its_reader():
     assert _groups(returned) == []
 
 
-def test_results_of_other_dtypes_are_rounded_to_them_and_keep_the_group_off_the_vector_body():
+def test_results_of_other_dtypes_are_rounded_to_them_and_only_comparisons_stay_on_the_vector_body():
     plan = _plan(
         [
             _node("c", "aten.gt.Scalar", _ref("x"), 0.5, dtype="bool"),
@@ -71,7 +71,16 @@ def test_results_of_other_dtypes_are_rounded_to_them_and_keep_the_group_off_the_
     )
     (group,) = _groups(plan)
     assert "!= 0.0 ? 1.0 : 0.0" in group["scalar"][0] and "(double)(float)" in group["scalar"][1]
-    assert group["vector"] is None
+    assert "vcmp<_CMP_GT_OQ>" in group["vector"][0]  # a bool held as 1.0 / 0.0
+    counted = _plan(
+        [
+            _node("i", "aten.mul.Tensor", _ref("x"), 3, dtype="int64"),
+            _node("f", "aten.add.Tensor", _ref("i"), _ref("y")),
+        ],
+        ["f"],
+    )
+    (group,) = _groups(counted)
+    assert "(double)(int64_t)" in group["scalar"][0] and group["vector"] is None
 
 
 def _batch_norm(training=False):

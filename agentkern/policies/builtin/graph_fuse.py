@@ -45,10 +45,30 @@ EW_VEC: dict[str, str] = {
     # max_ps / min_ps return their second operand when either is NaN: x last keeps a NaN x.
     "clamp": "vmin({b}, vmax({a}, {x}))",
     "leaky_relu": "vselect_gt0({x}, {x}, vmul({x}, {a}))",
+    # comparisons as 1.0 / 0.0 (their bool results, as the double body reads them); where: x != 0 picks y
+    "gt": "vblend(vcmp<_CMP_GT_OQ>({x}, {y}), vzero(), vset(1.0f))",
+    "ge": "vblend(vcmp<_CMP_GE_OQ>({x}, {y}), vzero(), vset(1.0f))",
+    "lt": "vblend(vcmp<_CMP_LT_OQ>({x}, {y}), vzero(), vset(1.0f))",
+    "le": "vblend(vcmp<_CMP_LE_OQ>({x}, {y}), vzero(), vset(1.0f))",
+    "eq": "vblend(vcmp<_CMP_EQ_OQ>({x}, {y}), vzero(), vset(1.0f))",
+    "ne": "vblend(vcmp<_CMP_NEQ_UQ>({x}, {y}), vzero(), vset(1.0f))",
+    "where": "vblend(vcmp<_CMP_EQ_OQ>({x}, vzero()), {y}, {z})",
+    "log": "v_log({x})",
+    "log1p": "v_log1p({x})",
+    "reciprocal": "vdiv(vset(1.0f), {x})",
+    "rsqrt": "vdiv(vset(1.0f), vsqrt({x}))",
+    "erf": "v_erf({x})",
+    "softplus": "v_softplus({x}, {a}, {b})",
+    "mish": "v_mish({x})",
+    "elu": "vselect_gt0({x}, vmul({b}, {x}), vmul(vmul({b}, {a}), vsub(v_exp(vmul({x}, {c})), vset(1.0f))))",
+    "hardswish": "vdiv(vmul({x}, vmin(vset(6.0f), vmax(vzero(), vadd({x}, vset(3.0f))))), vset(6.0f))",
+    "hardsigmoid": "vmin(vset(1.0f), vmax(vzero(), vadd(vdiv({x}, vset(6.0f)), vset(0.5f))))",
     # x * scale + shift, scale and shift per channel computed once per run of the channel (`uniform`).
     "batch_norm": "vfmadd({x}, vset(U[{scale}]), vset(U[{shift}]))",
 }
 
+VEC_BOOL = {"gt", "ge", "lt", "le", "eq", "ne"}  # bool results the vector body holds as 1.0 / 0.0
+GELU = "aten.gelu.default"  # a helper of its own op by op (its `approximate` picks the expression)
 BATCH_NORM_EVAL = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit_no_training.default"}
 _ROUND = {
     "float32": "(double)(float)({e})",
@@ -82,6 +102,9 @@ def _operands_and_params(node: dict) -> tuple[str, list, dict]:
         weight = args[1] if args[1] is not None else 1.0
         bias = args[2] if args[2] is not None else 0.0
         return "batch_norm", [args[0], args[3], args[4], weight, bias], {"a": float(eps)}
+    if node["op"] == GELU:
+        approximate = args[1] if len(args) > 1 else node.get("kwargs", {}).get("approximate", "none")
+        return ("gelu_tanh" if approximate == "tanh" else "gelu"), [args[0]], {}
     name, positions, spec = EW_OPS[node["op"]]
     operands = [args[1]] if node["op"] == "aten.pow.Scalar" else [args[i] for i in positions]
     params = {}
@@ -126,7 +149,7 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
     group_of: dict[str, list[str]] = {}  # member name -> its group's member list (shared)
     for node in plan["nodes"]:
         name = node["name"]
-        fusable = node["op"] in EW_OPS or _batch_norm_eval(node, read_whole)
+        fusable = node["op"] in EW_OPS or node["op"] == GELU or _batch_norm_eval(node, read_whole)
         if not fusable or _dtype(node, by_name) not in _ROUND:
             continue
         joined: list[list[str]] = []
@@ -150,7 +173,7 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
         if members is None or id(members) in seen:
             continue
         seen.add(id(members))
-        if len(members) == 1 and by_name[members[0]]["op"] in EW_OPS:
+        if len(members) == 1 and (by_name[members[0]]["op"] in EW_OPS or by_name[members[0]]["op"] == GELU):
             continue
         result.append(_group(len(result), members, by_name, item0))
     return result
@@ -211,7 +234,7 @@ def _group(index: int, members: list[str], by_name: dict, item0: dict) -> dict:
         bindings += "".join(f" const double {k} = p[{i}];" for k, i in slots.items())
         dtype = _dtype(node, by_name)
         scalar_lines.append(f"double t{j}; {{ {bindings} t{j} = {_ROUND[dtype].format(e=expr)}; }}")
-        if dtype != "float32" or ew not in EW_VEC:
+        if ew not in EW_VEC or not (dtype == "float32" or (dtype == "bool" and ew in VEC_BOOL)):
             vectorizable = False
             continue
         fields = dict(zip(names, vvalues)) | {k: f"vset((float)p[{i}])" for k, i in slots.items()}
