@@ -48,6 +48,12 @@ CASES = [
     ("sum_middle_dim", "pass", "x.sum(dim=1)", "[torch.randn(4, 6, 5)]"),
     ("max_middle_keepdim", "pass", "torch.max(x, dim=1, keepdim=True)[0]", "[torch.randn(4, 6, 5)]"),
     ("argmin_dim", "pass", "torch.argmin(x, dim=2)", "[torch.randn(4, 6, 5)]"),
+    (  # values and indices both read (with only the values read, the indices are not computed)
+        "min_dim_values_times_indices",
+        "pass",
+        "(lambda r: r.values * r.indices)(torch.min(x, dim=2)) + torch.min(x, dim=1).values.sum()",
+        "[torch.randn(4, 6, 5)]",
+    ),
     ("softmax_dim1_of_3d", "pass", "torch.softmax(x, dim=1)", "[torch.randn(4, 6, 5)]"),
     ("swish_written_out", "pass", "x * torch.sigmoid(x)", "[torch.randn(64, 33)]"),
     (  # over the rows it is the GEMM template's row operation; over the columns, a graph

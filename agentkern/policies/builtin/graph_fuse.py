@@ -2,9 +2,9 @@
 
 Op by op, `relu(x * s + b)` is three passes over memory, two temporaries and three kernel calls. Here every
 elementwise node whose tensor operand is an elementwise node read by nothing else joins that node's group;
-a group is computed in one pass (kernels_dataset/templates/graph/kernels.cpp.j2, `fused_<k>`): per output
-element, its external operands (leaves) are read through their broadcast strides and the members evaluated in
-order. Each member's result is rounded to its own dtype, as the op-by-op kernels store it, so fusing changes
+a group (one op or several) is computed in one pass (kernels_dataset/templates/graph/kernels.cpp.j2,
+`fused_<k>`): per output element, its external operands (leaves) are read through their broadcast strides and
+the members evaluated in order. Each member's result is rounded to its own dtype, as the op-by-op kernels store it, so fusing changes
 no value. Batch norm in inference (running statistics, only its output read) joins too: per channel it is
 (x - mean) / sqrt(var + eps) * w + b, its four vectors read as [C, 1, ...] over x.
 
@@ -133,7 +133,8 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
     "dtype", "leaves" ([{"ref": name}, channel] pairs: channel leaves are read as [C, 1, ...] over the output),
     "params" (numbers), "scalar" (the C++ body in double, lines), "vector" (the float32 body, or None), "uniform" (what the
     vector body reads as U[i]: computed once per run from the channel leaves' values B[k][0])}.
-    A lone plain elementwise op is left to the op-by-op kernel. `read_whole`: the nodes read other than as
+    A lone elementwise op is a group too (its kernel vectorised where the op-by-op one computes in double).
+    `read_whole`: the nodes read other than as
     item 0 (graph_render.whole_tuples_read): a batch norm among them keeps its own kernel."""
     uses = Counter(refs(plan["outputs"]))
     for node in plan["nodes"]:
@@ -173,8 +174,6 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
         if members is None or id(members) in seen:
             continue
         seen.add(id(members))
-        if len(members) == 1 and (by_name[members[0]]["op"] in EW_OPS or by_name[members[0]]["op"] == GELU):
-            continue
         result.append(_group(len(result), members, by_name, item0))
     return result
 

@@ -70,6 +70,8 @@ def _elementwise(node: dict) -> str:
 OPTIONAL_OUTPUTS = {
     "aten.max_pool2d_with_indices.default": "indices=False",
     "aten.max_pool3d_with_indices.default": "indices=False",
+    "aten.max.dim": "indices=False",
+    "aten.min.dim": "indices=False",
     "aten.native_batch_norm.default": "stats=False",
     "aten._native_batch_norm_legit_no_training.default": "stats=False",
     "aten._native_batch_norm_legit.default": "stats=False",
