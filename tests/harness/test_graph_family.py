@@ -190,6 +190,40 @@ CASES = [
         "torch.sigmoid(self.bn(x) * 2.0)",
         "[torch.randn(4, 6, 33)]",
     ),
+    # A convolution finishing its fused group in place (an epilogue): a full-shape leaf read alongside (in
+    # place, stride 1 along W) and a grouped, strided one with batch norm (packed); where the layout does not
+    # allow it the group runs after (a leaf transposed over the positions; a result bigger than the
+    # convolution's); a convolution also read outside the group keeps its output.
+    (
+        "conv_epilogue_full_leaf",
+        "self.c = nn.Conv2d(3, 16, 3, padding=1)",
+        "torch.sigmoid(self.c(x) * 0.5 + y)",
+        "[torch.randn(2, 3, 10, 37), torch.randn(2, 16, 10, 37)]",
+    ),
+    (
+        "conv_epilogue_grouped_strided_bn",
+        "self.c = nn.Conv2d(4, 6, 3, stride=2, groups=2); self.bn = nn.BatchNorm2d(6); self.bn.running_var.uniform_(0.5, 2)",
+        "F.hardswish(self.bn(self.c(x)))",
+        "[torch.randn(3, 4, 19, 40)]",
+    ),
+    (
+        "conv_epilogue_transposed_leaf",
+        "self.c = nn.Conv2d(3, 5, 3, padding=1)",
+        "torch.relu(self.c(x) + y.transpose(2, 3))",
+        "[torch.randn(2, 3, 12, 12), torch.randn(2, 5, 12, 12)]",
+    ),
+    (
+        "conv_epilogue_bigger_result",
+        "self.c = nn.Conv2d(3, 5, 3, padding=1)",
+        "torch.tanh(self.c(x) + y)",
+        "[torch.randn(2, 3, 8, 20), torch.randn(3, 2, 5, 8, 20)]",
+    ),
+    (
+        "conv_also_read_outside",
+        "self.c = nn.Conv2d(3, 5, 3)",
+        "(lambda c: torch.relu(c) * 2.0 + c.mean())(self.c(x))",
+        "[torch.randn(2, 3, 9, 30)]",
+    ),
     # The vector bodies' math at special values (0, -0, +-inf, NaN, denormals, overflow, tiny arguments): mish,
     # softplus, log, log1p, selu (elu), hardswish, hardsigmoid, comparisons and where, tanh near 0.
     (
@@ -307,8 +341,9 @@ def test_the_rendered_forward_calls_torch_only_to_view_allocate_and_copy(tmp_pat
     _, _, spec = _spec(path, module)
     source = templates.render(spec, {}, "cpp")
     body = source.split("class ModelNew", 1)[1]
-    assert "_convolution(" in body and "_fused(" in body and "_max_pool(" in body
-    assert "_batch_norm(" not in body and "_ew(" not in body  # batch norm and ReLU: one fused pass
+    assert "_convolution(" in body and "_max_pool(" in body
+    assert "epilogue=(0, [(None, False)," in body  # batch norm and ReLU: finished by the convolution, in place
+    assert "_batch_norm(" not in body and "_ew(" not in body and "_fused(" not in body
     assert "indices=False)" in body  # the pooling's indices are never read: not computed
     assert "torch.ops.aten.convolution" not in body and "F." not in body
 

@@ -168,14 +168,38 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
             members = [name]
         for m in members:
             group_of[m] = members
+    readers: dict[str, set[str]] = {}
+    for node in plan["nodes"]:
+        for ref in refs([node.get("args", []), node.get("kwargs", {})]):
+            readers.setdefault(ref, set()).add(node["name"])
+    outputs = set(refs(plan["outputs"]))
     seen, result = set(), []
     for node in plan["nodes"]:
         members = group_of.get(node["name"])
         if members is None or id(members) in seen:
             continue
         seen.add(id(members))
-        result.append(_group(len(result), members, by_name, item0))
+        group = _group(len(result), members, by_name, item0)
+        group["conv"] = _epilogue_of(group, by_name, readers, outputs)
+        result.append(group)
     return result
+
+
+def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> str | None:
+    """The convolution whose output this group can finish in place, as each stretch of it is computed: a leaf
+    that is a (not transposed) convolution's float32 output read by this group's members alone, the group
+    float32 with a vector body. None if there is none."""
+    if group["vector"] is None or group["dtype"] != "float32":
+        return None
+    for value, channel in group["leaves"]:
+        node = by_name.get(value["ref"])
+        if channel or node is None or node["op"] != "aten.convolution.default" or node.get("dtype") != "float32":
+            continue
+        args = node.get("args", [])
+        if len(args) > 6 and args[6] is False and node["name"] not in outputs:
+            if readers.get(node["name"], set()) <= set(group["members"]):
+                return node["name"]
+    return None
 
 
 def _reads(name: str, by_name: dict, item0: dict, inside: set[str]):

@@ -112,25 +112,47 @@ def line(node: dict, read: set[str] | None = None) -> str | None:
     return f"{name} = {_call(HELPERS[op][0], node)}"
 
 
+def _numbers(values: list[float]) -> str:
+    return ", ".join(
+        source({"float": repr(v)}) if v != v or v in (float("inf"), -float("inf")) else repr(v) for v in values
+    )
+
+
 def _fused_line(group: dict) -> str:
     """The statement computing a fused group (graph_fuse.py) at its root node."""
     leaves = ", ".join(f"({source(value)}, {channel})" for value, channel in group["leaves"])
-    params = ", ".join(
-        source({"float": repr(v)}) if v != v or v in (float("inf"), -float("inf")) else repr(v) for v in group["params"]
+    call = f"_fused({group['index']}, torch.{group['dtype']}, [{leaves}], [{_numbers(group['params'])}])"
+    return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
+
+
+def _conv_epilogue_line(group: dict, conv: dict) -> str:
+    """The convolution computing a fused group as its epilogue (graph_fuse._epilogue_of), at the group's root;
+    its own output is the leaf written None."""
+    leaves = ", ".join(
+        "(None, False)" if value["ref"] == conv["name"] else f"({source(value)}, {channel})"
+        for value, channel in group["leaves"]
     )
-    call = f"_fused({group['index']}, torch.{group['dtype']}, [{leaves}], [{params}])"
+    epilogue = f"epilogue=({group['index']}, [{leaves}], [{_numbers(group['params'])}])"
+    call = _call(HELPERS[conv["op"]][0], conv, epilogue)
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
 
 
 def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
-    """Node name -> its statement where fusion changes it: a group's root computes the group, its other
-    members (and a getitem reading one) compute nothing."""
+    """Node name -> its statement where fusion changes it: a group's root computes the group (or the
+    convolution it finishes does, there), its other members (and a getitem reading one) compute nothing."""
     members = {m: g for g in fused for m in g["members"]}
-    changed: dict[str, str | None] = {}
+    by_name = {n["name"]: n for n in plan["nodes"]}
+    changed: dict[str, str | None] = {g["conv"]: None for g in fused if g["conv"]}
     for node in plan["nodes"]:
         name = node["name"]
         if name in members:
-            changed[name] = _fused_line(members[name]) if members[name]["root"] == name else None
+            group = members[name]
+            if group["root"] != name:
+                changed[name] = None
+            elif group["conv"]:
+                changed[name] = _conv_epilogue_line(group, by_name[group["conv"]])
+            else:
+                changed[name] = _fused_line(group)
         elif node["op"] == "getitem" and node["args"][0]["ref"] in members:
             source_name = node["args"][0]["ref"]
             if members[source_name]["root"] != source_name:
