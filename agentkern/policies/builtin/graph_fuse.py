@@ -4,13 +4,13 @@ Op by op, `relu(x * s + b)` is three passes over memory, two temporaries and thr
 elementwise node whose tensor operand is an elementwise node read by nothing else joins that node's group;
 a group (one op or several) is computed in one pass (kernels_dataset/templates/graph/kernels.cpp.j2,
 `fused_<k>`): per output element, its external operands (leaves) are read through their broadcast strides and
-the members evaluated in order. Each member's result is rounded to its own dtype, as the op-by-op kernels store it, so fusing changes
-no value. Batch norm in inference (running statistics, only its output read) joins too: per channel it is
-(x - mean) / sqrt(var + eps) * w + b, its four vectors read as [C, 1, ...] over x.
+the members evaluated in order. Each member's result is rounded to its own dtype, as the op-by-op kernels
+store it, so fusing changes no value. Batch norm in inference (running statistics, only its output read)
+joins too: per channel it is (x - mean) / sqrt(var + eps) * w + b, its four vectors read as [C, 1, ...].
 
-A group whose members all compute float32 and all have a vector form (EW_VEC) also gets a vector body, used
-at run time when the innermost run of the output is one contiguous or broadcast stream per leaf.
-No torch here.
+A group whose members all compute float32 (or compare) and all have a vector form (EW_VEC) also gets a
+vector body, used at run time when the innermost run of the output is one contiguous or broadcast stream per
+leaf; a convolution whose output only the group reads runs that body as its epilogue (`conv`). No torch here.
 """
 
 from __future__ import annotations
@@ -130,12 +130,13 @@ def _is_ref(value) -> bool:
 
 def groups(plan: dict, read_whole: set[str]) -> list[dict]:
     """The plan's fused groups, in node order: {"index", "members" (node names, the root last), "root",
-    "dtype", "leaves" ([{"ref": name}, channel] pairs: channel leaves are read as [C, 1, ...] over the output),
-    "params" (numbers), "scalar" (the C++ body in double, lines), "vector" (the float32 body, or None), "uniform" (what the
-    vector body reads as U[i]: computed once per run from the channel leaves' values B[k][0])}.
-    A lone elementwise op is a group too (its kernel vectorised where the op-by-op one computes in double).
-    `read_whole`: the nodes read other than as
-    item 0 (graph_render.whole_tuples_read): a batch norm among them keeps its own kernel."""
+    "dtype", "tuple" (the root is a batch norm, read as item 0), "leaves" ([{"ref": name}, channel] pairs:
+    channel leaves are read as [C, 1, ...] over the output), "params" (numbers), "scalar" (the C++ body in
+    double, lines), "vector" (the float32 body, or None), "uniform" (what the vector body reads as U[i],
+    computed once per run from the channel leaves' values B[k][0]), "conv" (the convolution that computes
+    the group as its epilogue, or None)}. A lone elementwise op is a group too (its kernel vectorised where
+    the op-by-op one computes in double). `read_whole`: the nodes read other than as item 0
+    (graph_render.whole_tuples_read): a batch norm among them keeps its own kernel."""
     uses = Counter(refs(plan["outputs"]))
     for node in plan["nodes"]:
         uses.update(refs([node.get("args", []), node.get("kwargs", {})]))
@@ -231,20 +232,23 @@ def _group(index: int, members: list[str], by_name: dict, item0: dict) -> dict:
     for j, name in enumerate(members):
         node = by_name[name]
         ew, _, letters = _operands_and_params(node)
-        values, vvalues = [], []
+        values, vvalues, run_values = [], [], []  # the operand in the double body, the vector body, once a run
         for value, member, channel in _reads(name, by_name, item0, inside):
             if member is not None:
                 values.append(f"t{position[member]}")
                 vvalues.append(f"t{position[member]}")
+                run_values.append(None)  # never a batch norm's vector: those stay leaves
             elif _is_ref(value):
                 k = leaves.index([value, channel])
                 values.append(f"v[{k}]")
                 vvalues.append(f"ew_leaf<M>(B[{k}], K[{k}], i, m)")
+                run_values.append(f"(double)B[{k}][0]")
             else:  # a number
                 number = value["float"] if isinstance(value, dict) else value
                 params.append(float(number) if isinstance(number, bool) else _f32(float(number)))
                 values.append(f"p[{len(params) - 1}]")
                 vvalues.append(f"vset((float)p[{len(params) - 1}])")
+                run_values.append(f"p[{len(params) - 1}]")
         slots = {}
         for letter, value in letters.items():
             params.append(value)
@@ -262,8 +266,7 @@ def _group(index: int, members: list[str], by_name: dict, item0: dict) -> dict:
             continue
         fields = dict(zip(names, vvalues)) | {k: f"vset((float)p[{i}])" for k, i in slots.items()}
         if ew == "batch_norm":  # its vectors are channel leaves or numbers: one value over the run
-            scalars = [v.replace("v[", "(double)B[").replace("]", "][0]") if v.startswith("v[") else v for v in values]
-            _, mean, var, w, bias = scalars
+            _, mean, var, w, bias = run_values
             fields |= {"scale": len(uniform_lines) * 2, "shift": len(uniform_lines) * 2 + 1}
             uniform_lines.append(
                 f"{{ const double s = {w} / std::sqrt({var} + p[{slots['a']}]); U[{fields['scale']}] = (float)s; "
