@@ -224,6 +224,22 @@ CASES = [
         "(lambda c: torch.relu(c) * 2.0 + c.mean())(self.c(x))",
         "[torch.randn(2, 3, 9, 30)]",
     ),
+    # Transposed convolutions as the implicit GEMM over the spread-out input: 3-D, strided, with output
+    # padding and an epilogue (batch norm, hardswish); 1-D with more padding than the kernel reaches (the
+    # spread input cut, not framed).
+    (
+        "conv_transpose3d_epilogue_bn",
+        "self.c = nn.ConvTranspose3d(3, 4, 3, stride=2, padding=1, output_padding=1); self.bn = nn.BatchNorm3d(4);"
+        " self.bn.running_mean.uniform_(-1, 1)",
+        "F.hardswish(self.bn(self.c(x)) - 0.25)",
+        "[torch.randn(2, 3, 4, 5, 6)]",
+    ),
+    (
+        "conv_transpose1d_cut",
+        "self.c = nn.ConvTranspose1d(4, 6, 3, stride=3, padding=3, output_padding=2, groups=2)",
+        "self.c(x)",
+        "[torch.randn(2, 4, 12)]",
+    ),
     # The vector bodies' math at special values (0, -0, +-inf, NaN, denormals, overflow, tiny arguments): mish,
     # softplus, log, log1p, selu (elu), hardswish, hardsigmoid, comparisons and where, tanh near 0.
     (

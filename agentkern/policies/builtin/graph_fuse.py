@@ -187,8 +187,8 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
 
 
 def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> str | None:
-    """The convolution whose output this group can finish in place, as each stretch of it is computed: a leaf
-    that is a (not transposed) convolution's float32 output read by this group's members alone, the group
+    """The convolution (transposed or not) whose output this group can finish in place, as each stretch of it
+    is computed: a leaf that is a convolution's float32 output read by this group's members alone, the group
     float32 with a vector body. None if there is none."""
     if group["vector"] is None or group["dtype"] != "float32":
         return None
@@ -196,10 +196,8 @@ def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> str
         node = by_name.get(value["ref"])
         if channel or node is None or node["op"] != "aten.convolution.default" or node.get("dtype") != "float32":
             continue
-        args = node.get("args", [])
-        if len(args) > 6 and args[6] is False and node["name"] not in outputs:
-            if readers.get(node["name"], set()) <= set(group["members"]):
-                return node["name"]
+        if node["name"] not in outputs and readers.get(node["name"], set()) <= set(group["members"]):
+            return node["name"]
     return None
 
 
