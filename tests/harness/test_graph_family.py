@@ -83,6 +83,12 @@ CASES = [
     ("layer_norm_2d", "self.n = nn.LayerNorm([6, 5])", "self.n(x)", "[torch.randn(3, 6, 5)]"),
     ("group_norm", "self.n = nn.GroupNorm(2, 6)", "self.n(x)", "[torch.randn(3, 6, 4, 4)]"),
     ("instance_norm", "self.n = nn.InstanceNorm2d(3)", "self.n(x)", "[torch.randn(2, 3, 5, 5)]"),
+    (  # groups of several 4096-value blocks with vector tails, far from 0, with affine weights
+        "group_norm_long_offset",
+        "self.n = nn.GroupNorm(4, 12); nn.init.uniform_(self.n.weight, 0.5, 2); nn.init.uniform_(self.n.bias, -1, 1)",
+        "self.n(x)",
+        "[torch.randn(2, 12, 45, 41) * 3 + 50]",
+    ),
     ("cumsum_reverse", "pass", "torch.cumsum(x.flip(1), dim=1).flip(1)", "[torch.randn(4, 9)]"),
     ("cumprod", "pass", "torch.cumprod(x, dim=1)", "[torch.rand(4, 9) + 0.5]"),
     ("cross_entropy", "pass", "F.cross_entropy(x, y)", "[torch.randn(8, 5), torch.randint(0, 5, (8,))]"),
