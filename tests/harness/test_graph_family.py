@@ -81,6 +81,12 @@ CASES = [
         "[torch.randn(2, 3, 9, 8)]",
     ),
     ("layer_norm_2d", "self.n = nn.LayerNorm([6, 5])", "self.n(x)", "[torch.randn(3, 6, 5)]"),
+    (  # rows of several 4096-value blocks with a vector tail, far from 0, with affine weights
+        "layer_norm_long_offset",
+        "self.n = nn.LayerNorm(5001); nn.init.uniform_(self.n.weight, 0.5, 2); nn.init.uniform_(self.n.bias, -1, 1)",
+        "self.n(x)",
+        "[torch.randn(3, 5001) * 2 + 20]",
+    ),
     ("group_norm", "self.n = nn.GroupNorm(2, 6)", "self.n(x)", "[torch.randn(3, 6, 4, 4)]"),
     ("instance_norm", "self.n = nn.InstanceNorm2d(3)", "self.n(x)", "[torch.randn(2, 3, 5, 5)]"),
     (  # groups of several 4096-value blocks with vector tails, far from 0, with affine weights
