@@ -371,6 +371,9 @@ def _error(message: str, exit_code: int) -> NoReturn:
 
 def main() -> None:
     try:
+        from agentkern import cpu_isa
+
+        cpu_isa.apply_to_environment()  # before torch loads: its libraries read the level when they do
         # Not standalone: click's errors come back here, to be said in one line like agentkern's own.
         code = app(standalone_mode=False)
     except typer.TyperException as exc:  # click's (typer's) errors: a bad value, a missing argument, ...

@@ -14,7 +14,7 @@ benchmarks/launcher_overhead.py, docs/harness.md). Where torch ships no headers,
 fails or AGENTKERN_NO_TORCH_OPS is set, it returns the plain library and no ops: the ctypes launcher runs.
 
 This module runs inside the evaluation sandbox (it is imported by untrusted candidate code), so it imports
-nothing heavy and nothing from agentkern but helpers and config.
+nothing heavy and nothing from agentkern but helpers, config and cpu_isa.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from agentkern import cpu_isa
 from agentkern.config import cache_dir
 from agentkern.helpers import sha256_text
 
@@ -48,7 +49,13 @@ def _compiler_id(cxx: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else cxx
 
 
-def library_path(source: str, name: str = "kernel", flags: tuple[str, ...] = DEFAULT_FLAGS, cxx: str = "g++") -> Path:
+def default_flags() -> tuple[str, ...]:
+    """DEFAULT_FLAGS, then the x86-64 level AGENTKERN_CPU_ISA holds builds to, if any (cpu_isa.py)."""
+    return DEFAULT_FLAGS + cpu_isa.compile_flags()
+
+
+def library_path(source: str, name: str = "kernel", flags: tuple[str, ...] | None = None, cxx: str = "g++") -> Path:
+    flags = default_flags() if flags is None else flags
     key = sha256_text(source, " ".join(flags), _compiler_id(cxx))[:24]
     return _cache_root() / key / f"lib{name}.so"
 
@@ -62,7 +69,7 @@ def compile_cpp(
 ) -> ctypes.CDLL:
     """Compile `source` (exported functions declared `extern "C"`) and return the loaded library. `libs` go
     after the source on the command line (a linker drops a library named before the code that needs it)."""
-    lib_path = built_library(source, name, DEFAULT_FLAGS + tuple(extra_flags), libs, cxx)
+    lib_path = built_library(source, name, default_flags() + tuple(extra_flags), libs, cxx)
     # RTLD_LOCAL keeps two candidates' symbols apart when both are loaded into one process.
     return ctypes.CDLL(str(lib_path), mode=os.RTLD_LOCAL)
 

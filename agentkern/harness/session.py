@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from agentkern import cpu_isa
 from agentkern.harness import allowlist, build_cache, confine
 from agentkern.harness import correctness as C
 from agentkern.harness.fallback import check_fallback, compute_families
@@ -67,6 +68,10 @@ class EvalSession:
         self.device = torch.device(request["device"])
         self.details: dict = {"backend": request["backend"], "device": request["device"], "seeds": request["seeds"]}
         self.details["isolation"] = confine.isolation()
+        if self.device.type == "cpu":  # what torch's reference ran with: AGENTKERN_CPU_ISA holds it lower (cpu_isa.py)
+            self.details["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+            if os.environ.get(cpu_isa.ENV):
+                self.details["cpu_isa"] = os.environ[cpu_isa.ENV].strip().lower()
         self.timings: dict[str, float] = {}
         self.sides: dict[str, Side] = {}
 

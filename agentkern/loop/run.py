@@ -97,7 +97,8 @@ def make_policy(
 
 
 def _host_features(target: Target, backend: str) -> frozenset | None:
-    """CPU candidates (C++) are compiled with -march=native for this host: only its features count."""
+    """CPU candidates (C++) are compiled for this host (-march=native, or the level AGENTKERN_CPU_ISA names): only
+    the features the target reports count."""
     if backends.get(backend).device_kind != "cpu" or target.kind != "cpu":
         return None
     from agentkern.policies.builtin import templates

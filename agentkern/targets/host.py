@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentkern import cpu_isa as isa
 from agentkern.config import cache_dir
 from agentkern.helpers import atomic_write_json, sha256_text
 from agentkern.types import Target
@@ -93,7 +94,9 @@ def _cpu_facts() -> dict[str, Any]:
 
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
     model = (field("model name") or ["unknown CPU"])[0].strip()
-    flags = set((field("flags") or field("Features") or [""])[0].split())
+    flags = isa.cpu_flags(cpuinfo)
+    native_bits = 512 if "avx512f" in flags else 256 if flags & {"avx2", "avx"} else 128
+    capped = isa.check(flags)  # AGENTKERN_CPU_ISA: a lower x86-64 level than this CPU's own (cpu_isa.py)
     # The fastest clock any source admits to: a slower one would make the compute bound beatable.
     clocks = {
         "cpufreq cpuinfo_max_freq": float(_read(_SYS_CPU / f"cpu{cpus[0]}/cpufreq/cpuinfo_max_freq") or 0) / 1e6,
@@ -107,8 +110,10 @@ def _cpu_facts() -> dict[str, Any]:
         "model": model,
         "cores": len(cpus),
         "fma": bool(flags & {"fma", "asimd"}),
-        "simd_bits": 512 if "avx512f" in flags else 256 if flags & {"avx2", "avx"} else 128,
-        "amx_bf16": {"amx_tile", "amx_bf16"} <= flags,
+        "simd_bits": native_bits if capped is None else min(native_bits, capped.simd_bits),
+        "native_simd_bits": native_bits,
+        "isa_cap": None if capped is None else capped.name,
+        "amx_bf16": capped is None and {"amx_tile", "amx_bf16"} <= flags,
         "ghz": ghz,
         "clock_source": clock_source,
         "l2_kb": l2_kb,
@@ -121,15 +126,22 @@ def cpu_model() -> str:
     """This CPU's model and vector width, e.g. `AMD EPYC (AVX-512)`: what a kernel tuned here was tuned for
     (a run's best parameters seed the next run only on the same model: kb/ingest.py)."""
     f = _cpu_facts()
-    isa = {512: "AVX-512", 256: "AVX2"}.get(f["simd_bits"], f"{f['simd_bits']}-bit SIMD")
-    return f"{f['model']} ({isa})"
+    return f"{f['model']} ({_isa_name(f['simd_bits'])})"
+
+
+def _isa_name(simd_bits: int) -> str:
+    return {512: "AVX-512", 256: "AVX2"}.get(simd_bits, f"{simd_bits}-bit SIMD")
 
 
 def cpu_description() -> str:
     """One line naming this CPU for recorded figures: model, vector width, cores, caches."""
     f = _cpu_facts()
+    cap = ""
+    if f["isa_cap"]:
+        level = isa.LEVELS[f["isa_cap"]]
+        cap = f", held to {level.march} by {isa.ENV}={level.name} (this CPU: {_isa_name(f['native_simd_bits'])})"
     # os.cpu_count, not the affinity: OpenMP with OMP_PROC_BIND pins the calling thread to one core
-    return f"{cpu_model()}, {os.cpu_count()} cores, L2 {f['l2_kb']:.0f} KiB/core, L3 {f['l3_kb'] / 1024:.0f} MiB"
+    return f"{cpu_model()}, {os.cpu_count()} cores, L2 {f['l2_kb']:.0f} KiB/core, L3 {f['l3_kb'] / 1024:.0f} MiB{cap}"
 
 
 def _copy_pair(nbytes: int):  # -> (src, dst), numpy views of one buffer
@@ -359,7 +371,8 @@ def cpu_target() -> Target:
             "memory_bandwidth_gbs": f"measured on this host: numpy copy of 256 MiB, {trials}, read + write bytes",
             "memory_gb": "/proc/meminfo MemTotal",
             "cores": "os.sched_getaffinity (logical CPUs this process may use)",
-            "simd_width_bits": "/proc/cpuinfo flags (avx512f: 512, avx2 or avx: 256, else 128)",
+            "simd_width_bits": "/proc/cpuinfo flags (avx512f: 512, avx2 or avx: 256, else 128), at most the level "
+            f"{isa.ENV} names",
             "l2_mb": f"{_SYS_CPU}/cpu*/cache/index*/size (one core's L2)",
             "l3_mb": f"{_SYS_CPU}/cpu*/cache/index*/size (every distinct L3 of the usable cores)",
             **amx_sources,  # last: they replace the figures above that AMX raises

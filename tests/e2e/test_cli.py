@@ -255,3 +255,21 @@ def test_figures_cached_while_the_host_was_busy_do_not_reject_an_honest_kernel(t
     assert check["bound_ms"] < check["first_bound_ms"] and result["kernel_ms"] >= check["limit_ms"]
     assert check["outcome"].startswith("within the bound")
     assert json.loads(cache.read_text())["dram_gbs"] == check["remeasured"]["after"]["dram_gbs"] > 0.001
+
+
+def test_an_unknown_cpu_isa_level_is_one_line_and_exit_2(honest_solution):
+    proc = run_cli("eval", "softmax", str(honest_solution), "--target", "cpu", AGENTKERN_CPU_ISA="avx10")
+    _one_line_exit_2(proc, "AGENTKERN_CPU_ISA='avx10': expected one of avx2, avx512, native")
+
+
+def test_a_verdict_under_a_cpu_isa_level_holds_torch_to_it(honest_solution):
+    from agentkern import cpu_isa
+
+    if not cpu_isa.LEVELS["avx2"].needs <= cpu_isa.cpu_flags():
+        pytest.skip("this CPU cannot run x86-64-v3")
+    proc = run_cli("eval", "softmax", str(honest_solution), "--target", "cpu", "--json", AGENTKERN_CPU_ISA="avx2")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "ok" and result["correct"] is True, result["error"]
+    # the reference's torch ran at the level, not at this CPU's own (which may be AVX512)
+    assert (result["details"]["cpu_isa"], result["details"]["torch_cpu_capability"]) == ("avx2", "AVX2")

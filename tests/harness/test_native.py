@@ -92,3 +92,32 @@ def test_without_torch_ops_the_plain_library_is_built(tmp_path, monkeypatch):
     x = (ctypes.c_float * 3)(1, 2, 3)
     y = (ctypes.c_float * 3)()
     assert lib.twice(x, y, ctypes.c_int64(3)) == 0 and list(y) == [2, 4, 6]
+
+
+ISA_SRC = r"""
+extern "C" int widest() {
+#if defined(__AMX_TILE__) || defined(__AVX512BF16__)
+    return 1024;
+#elif defined(__AVX512F__)
+    return 512;
+#elif defined(__AVX2__) && defined(__FMA__)
+    return 256;
+#else
+    return 128;
+#endif
+}
+"""
+
+
+@pytest.mark.parametrize("level, widest", [("avx2", 256), ("avx512", 512)])
+def test_a_capped_build_uses_no_instruction_above_its_level(tmp_path, monkeypatch, level, widest):
+    from agentkern import cpu_isa
+
+    if not cpu_isa.LEVELS[level].needs <= cpu_isa.cpu_flags():
+        pytest.skip(f"this CPU cannot run {level}")
+    monkeypatch.setenv("AGENTKERN_CPP_CACHE", str(tmp_path))
+    native_widest = native.compile_cpp(ISA_SRC, name="isa").widest()
+    monkeypatch.setenv(cpu_isa.ENV, level)
+    assert native.compile_cpp(ISA_SRC, name="isa").widest() == widest
+    assert native_widest >= widest
+    assert len(list(tmp_path.rglob("*.so"))) == (1 if native_widest == widest else 2)  # keyed on the flags

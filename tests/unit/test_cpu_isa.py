@@ -1,0 +1,110 @@
+"""AGENTKERN_CPU_ISA: a lower x86-64 level than the host's, held on both sides of a verdict (agentkern/cpu_isa.py)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from agentkern import cpu_isa, native
+from agentkern.errors import UserError
+from agentkern.policies.builtin import templates
+from agentkern.targets import host
+
+ZEN4 = set("fpu sse2 avx avx2 fma f16c bmi1 bmi2 movbe avx512f avx512bw avx512cd avx512dq avx512vl".split())
+SAPPHIRE_RAPIDS = ZEN4 | {"amx_tile", "amx_bf16", "amx_int8", "avx512_bf16"}
+HASWELL = set("fpu sse2 avx avx2 fma f16c bmi1 bmi2 movbe".split())
+
+
+def cpuinfo(flags: set[str]) -> str:
+    return f"processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: {' '.join(sorted(flags))}\n\n"
+
+
+@pytest.fixture
+def on_cpu(monkeypatch):
+    """Make host.py read a /proc/cpuinfo with the given flags."""
+
+    def use(flags: set[str]) -> None:
+        real = host._read
+        monkeypatch.setattr(host, "_read", lambda p: cpuinfo(flags) if str(p) == "/proc/cpuinfo" else real(p))
+
+    return use
+
+
+def test_unset_or_native_is_the_hosts_own(monkeypatch):
+    for value in (None, "", "native", " Native "):
+        if value is None:
+            monkeypatch.delenv(cpu_isa.ENV, raising=False)
+        else:
+            monkeypatch.setenv(cpu_isa.ENV, value)
+        assert cpu_isa.level() is None and cpu_isa.compile_flags() == ()
+        assert native.default_flags() == native.DEFAULT_FLAGS
+
+
+def test_avx2_builds_for_x86_64_v3_after_native(monkeypatch):
+    monkeypatch.setenv(cpu_isa.ENV, "AVX2")
+    flags = native.default_flags()
+    assert flags[: len(native.DEFAULT_FLAGS)] == native.DEFAULT_FLAGS
+    # a later -march wins over -march=native: the cap must come after it
+    assert flags.index("-march=x86-64-v3") > flags.index("-march=native")
+
+
+def test_unknown_level_is_a_user_error(monkeypatch):
+    monkeypatch.setenv(cpu_isa.ENV, "avx10")
+    with pytest.raises(UserError, match="expected one of avx2, avx512, native"):
+        cpu_isa.level()
+
+
+def test_a_level_this_cpu_cannot_run_is_refused(monkeypatch):
+    monkeypatch.setenv(cpu_isa.ENV, "avx512")
+    with pytest.raises(UserError, match="lacks avx512bw, avx512cd, avx512dq, avx512f, avx512vl"):
+        cpu_isa.check(HASWELL)
+    assert cpu_isa.check(ZEN4).march == "x86-64-v4"
+
+
+def test_the_capped_cpu_has_the_levels_width_and_no_amx(monkeypatch, on_cpu):
+    on_cpu(SAPPHIRE_RAPIDS)
+    facts = host._cpu_facts()
+    assert (facts["simd_bits"], facts["amx_bf16"], facts["isa_cap"]) == (512, True, None)
+    monkeypatch.setenv(cpu_isa.ENV, "avx2")
+    facts = host._cpu_facts()
+    assert (facts["simd_bits"], facts["amx_bf16"], facts["isa_cap"]) == (256, False, "avx2")
+    assert host.cpu_model() == "Test CPU (AVX2)"  # what a tuned kernel's parameters are kept under (kb ingest)
+    assert "held to x86-64-v3 by AGENTKERN_CPU_ISA=avx2 (this CPU: AVX-512)" in host.cpu_description()
+    # the built-in templates then choose their 256-bit variants and no AMX
+    assert templates.host_features(facts["simd_bits"], facts["amx_bf16"]) == frozenset()
+    monkeypatch.setenv(cpu_isa.ENV, "avx512")
+    facts = host._cpu_facts()
+    assert (facts["simd_bits"], facts["amx_bf16"]) == (512, False)
+    assert templates.host_features(facts["simd_bits"], facts["amx_bf16"]) == frozenset({"avx512f"})
+
+
+def test_a_level_never_raises_a_narrower_cpu(monkeypatch, on_cpu):
+    on_cpu(HASWELL)
+    monkeypatch.setenv(cpu_isa.ENV, "avx2")
+    assert host._cpu_facts()["simd_bits"] == 256
+
+
+def test_torch_is_held_to_the_level_in_every_process_started(monkeypatch):
+    for name in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")  # the user's own, lower still: kept
+    monkeypatch.setenv(cpu_isa.ENV, "avx2")
+    assert cpu_isa.apply_to_environment(HASWELL).name == "avx2"
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os; print(os.environ['ATEN_CPU_CAPABILITY'], os.environ['ONEDNN_MAX_CPU_ISA'],"
+            " os.environ['MKL_ENABLE_INSTRUCTIONS'])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert child.stdout.split() == ["avx2", "SSE41", "AVX2"]
+
+
+def test_cpu_flags_reads_x86_and_arm():
+    assert cpu_isa.cpu_flags(cpuinfo({"avx2", "fma"})) == {"avx2", "fma"}
+    assert cpu_isa.cpu_flags("processor : 0\nFeatures\t: fp asimd sve\n") == {"fp", "asimd", "sve"}
+    assert cpu_isa.cpu_flags("") == set()
