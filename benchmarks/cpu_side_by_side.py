@@ -18,6 +18,9 @@ blocks; ratios are eager_ms / kernel_ms and compile_ms / kernel_ms (above 1: the
 `of_copy_bw` is the kernel's bytes per second over the copy's (1.0: at the copy bandwidth; a problem whose
 data fits the cache can go above it).
 
+It runs in the environment the harness gives what it times (`_common.run_as_judged`: malloc's thresholds, a
+runner's OpenMP binding, AGENTKERN_CPU_ISA's level for torch).
+
 Trusted kernels only (the templates'): this runs them in its own process, outside the harness. It prints
 figures; it asserts nothing.
 """
@@ -33,8 +36,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-from _common import load_module, render_builtin
+from _common import load_module, render_builtin, run_as_judged
+
+run_as_judged()  # before torch loads
+
+import torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ROOT / "kernels_dataset" / "problems"

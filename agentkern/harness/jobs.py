@@ -17,7 +17,7 @@ from agentkern import targets as T
 from agentkern.config import cache_dir, home
 from agentkern.errors import UserError
 from agentkern.harness.deaths import death_details, describe_death, worker_lost
-from agentkern.harness.omp_env import judge_thread_env
+from agentkern.harness.omp_env import MALLOC_ENV, judge_thread_env
 from agentkern.harness.sandbox import SandboxOutcome, WarmPool, run_worker
 from agentkern.helpers import one_line
 from agentkern.types import EvalOptions, EvalResult, Target
@@ -59,11 +59,7 @@ def env(device: str, backend: str, threads: int | None, workdir: Path) -> dict[s
     job_env.update(
         PYTHONDONTWRITEBYTECODE="1",
         TMPDIR=str(workdir),
-        # Serve blocks up to 32 MiB (glibc's maximum) from the heap and never trim it, as CUDA's caching
-        # allocator does on a GPU: it spares both sides (each in its own runner) the page faults of a
-        # fresh mmap per call.
-        MALLOC_MMAP_THRESHOLD_=str(32 * 2**20),
-        MALLOC_TRIM_THRESHOLD_=str(2**40),
+        **MALLOC_ENV,
     )
     if threads:
         job_env["OMP_NUM_THREADS"] = str(threads)

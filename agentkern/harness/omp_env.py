@@ -1,4 +1,5 @@
-"""OpenMP's settings, set apart for the judge's process and the runners' (runners.py), from one environment.
+"""OpenMP's settings, set apart for the judge's process and the runners' (runners.py), from one environment; and
+malloc's, the same for both.
 
 The judge's own threads sleep as soon as a parallel region ends: spinning, as libgomp's threads do for a few
 milliseconds by default, they would take a core from the runner being timed. A runner gets the user's own
@@ -10,6 +11,10 @@ random places in a block: docs/harness.md). No torch here: the parent's side (jo
 
 from __future__ import annotations
 
+# Serve blocks up to 32 MiB (glibc's maximum) from the heap and never trim it, as CUDA's caching allocator does
+# on a GPU: it spares both sides (each in its own runner) the page faults of a fresh mmap per call. glibc reads
+# them when a process starts.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**40)}
 JUDGE_OMP_WAIT_POLICY = "PASSIVE"
 USER_OMP_WAIT_POLICY = "AGENTKERN_USER_OMP_WAIT_POLICY"  # the user's value, kept aside while the judge runs
 
