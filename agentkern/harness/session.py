@@ -70,8 +70,8 @@ class EvalSession:
         self.details["isolation"] = confine.isolation()
         if self.device.type == "cpu":  # what torch's reference ran with: AGENTKERN_CPU_ISA holds it lower (cpu_isa.py)
             self.details["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-            if os.environ.get(cpu_isa.ENV):
-                self.details["cpu_isa"] = os.environ[cpu_isa.ENV].strip().lower()
+            if (level := cpu_isa.level()) is not None:
+                self.details["cpu_isa"] = level.name
         self.timings: dict[str, float] = {}
         self.sides: dict[str, Side] = {}
 
