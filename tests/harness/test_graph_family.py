@@ -165,6 +165,11 @@ CASES = [
     ("linear_weight_in_place", "self.l = nn.Linear(37, 70)", "self.l(x)", "[torch.randn(19, 37)]"),
     ("bmm_transposed", "pass", "torch.bmm(x, y.transpose(1, 2))", "[torch.randn(2, 17, 24), torch.randn(2, 40, 24)]"),
     ("matvec", "pass", "torch.matmul(x, y)", "[torch.randn(7, 9), torch.randn(9, 1)]"),
+    # Few rows (gemm_few_rows: B's panels packed one at a time by the thread that owns them) over three K
+    # blocks of the default 256, a batch of them, and many rows (B packed whole first, row blocks as jobs)
+    ("linear_few_rows_deep", "self.l = nn.Linear(600, 50)", "self.l(x)", "[torch.randn(9, 600)]"),
+    ("bmm_few_rows_deep", "pass", "torch.bmm(x, y)", "[torch.randn(3, 5, 520), torch.randn(3, 520, 67)]"),
+    ("mm_many_rows", "pass", "torch.mm(x, y)", "[torch.randn(401, 300), torch.randn(300, 70)]"),
     # Fused elementwise groups (graph_fuse.py): a conv's chain with a per-channel parameter (vector body), ops
     # with no vector form or results of other dtypes (the double body, each result rounded to its dtype), a
     # leaf strided inside the run (the vector walker declines), more leaves than one kernel reads (split),
