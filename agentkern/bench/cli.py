@@ -204,7 +204,18 @@ def _run_suite(found, tgt, opts) -> dict:
             executor=runner,
             on_baseline=lambda i, n, name: _say(f"[torch.compile baseline {i}/{n}] {name}"),
         )
-    return build_report(found.name, tgt.name, opts, rows)
+    return build_report(found.name, tgt.name, opts, rows, _measured_on(tgt))
+
+
+def _measured_on(tgt) -> str | None:
+    """This CPU's description for a CPU target, the local GPU's name for a GPU that is here, else None."""
+    if tgt.kind == "cpu":
+        from agentkern.targets.host import cpu_description
+
+        return cpu_description()
+    from agentkern.targets import is_present, local_gpu_name
+
+    return local_gpu_name() if is_present(tgt) else None
 
 
 @app.command("compare")

@@ -7,7 +7,8 @@ differ. A regression, which makes `agentkern bench` exit 1:
 - slower: both correct, and the speedup fell by more than the threshold (relative, default 10%).
 Reported, never failing: improved (rose by more than the threshold), fixed (not correct before, correct
 now), new (not in the previous report), missing (in the previous report, not run now: --limit, a renamed
-file). A speedup that is predicted in either report is compared too, and marked so.
+file). A speedup that is predicted in either report is compared too, and marked so. Two reports measured on different
+machines (their `measured_on`) are compared all the same, with a note that says so.
 """
 
 from __future__ import annotations
@@ -61,11 +62,15 @@ def compare(previous: dict, current: dict, threshold: float = 0.10) -> dict:
             )
         )
     regressed = any(c["kind"] in REGRESSIONS for c in changes)
+    hosts = (previous.get("measured_on"), current.get("measured_on"))
     return {
         "regressed": regressed,
         "threshold": threshold,
         "baseline": baseline,
         "changes": changes,
+        # Said, never failing: ratios from two machines still compare, but less closely (a report from before
+        # reports named their machine has None)
+        "other_machine": None if None in hosts or hosts[0] == hosts[1] else {"before": hosts[0], "after": hosts[1]},
         "geomean_before": (previous.get("metrics") or {}).get("geomean_speedup"),
         "geomean_after": (current.get("metrics") or {}).get("geomean_speedup"),
     }
@@ -105,6 +110,9 @@ def summary_lines(result: dict) -> list[str]:
     """What a CI log shows: regressions first, then the rest, then one verdict line."""
     order = {"broke": 0, "slower": 1, "missing": 2, "fixed": 3, "improved": 4, "new": 5}
     lines = [c["message"] for c in sorted(result["changes"], key=lambda c: order[c["kind"]])]
+    if result.get("other_machine"):
+        hosts = result["other_machine"]
+        lines.append(f"note: measured on another machine: before {hosts['before']}; now {hosts['after']}")
     n = sum(1 for c in result["changes"] if c["kind"] in REGRESSIONS)
     geo = f"; geomean {_x(result['geomean_before'])} -> {_x(result['geomean_after'])}"
     if result["regressed"]:

@@ -28,11 +28,14 @@ ROW_KEYS = (
 )
 
 
-def build_report(suite_name: str, target: str, opts, rows: list[dict]) -> dict:
+def build_report(suite_name: str, target: str, opts, rows: list[dict], measured_on: str | None = None) -> dict:
+    """measured_on: the machine the times come from (a CPU's model, ISA, cores and caches; a GPU's name), or
+    None when they were predicted: figures from two reports compare only where it is the same."""
     options = dataclasses.asdict(opts) if dataclasses.is_dataclass(opts) else dict(opts)
     return {
         "suite": suite_name,
         "target": target,
+        "measured_on": measured_on,
         "options": options,
         "metrics": suite_metrics(rows, options.get("k", 1), options.get("baseline", "eager")),
         # True when some speedups were predicted by the cost model (the target GPU was not here)
@@ -84,6 +87,7 @@ def markdown(report: dict) -> str:
     lines = [
         f"## agentkern bench {report['suite']} on {report['target']}",
         "",
+        *([f"Measured on {report['measured_on']}.", ""] if report.get("measured_on") else []),
         "| problem | status | vs eager | vs torch.compile | of roofline | correct / candidates | kernel or reason |",
         "|---|---|---|---|---|---|---|",
     ]

@@ -129,6 +129,23 @@ def test_compare_within_the_threshold_or_only_improved_passes():
     assert C.compare(before, bench_report(row("a", eager=1.85), row("b", "failed")), 0.05)["regressed"]
 
 
+def test_a_report_names_its_machine_and_compare_says_when_it_changed():
+    zen4 = "AMD EPYC (AVX-512), 2 cores, L2 1024 KiB/core, L3 32 MiB"
+    report = build_report("mine", "cpu", BenchOptions(target="cpu"), [row("a", eager=1.2)], measured_on=zen4)
+    assert report["measured_on"] == zen4 and f"Measured on {zen4}." in markdown(report)
+    assert "Measured on" not in markdown(build_report("mine", "h100", BenchOptions(target="h100"), [row("a")]))
+    before, after = bench_report(row("a", eager=2.0)), bench_report(row("a", eager=2.0))
+    assert C.compare(before, after)["other_machine"] is None  # reports from before the key: nothing to say
+    before["measured_on"], after["measured_on"] = zen4, zen4
+    assert C.compare(before, after)["other_machine"] is None
+    after["measured_on"] = "Intel Xeon (AVX-512), 2 cores, L2 2048 KiB/core, L3 105 MiB"
+    result = C.compare(before, after)
+    assert result["other_machine"] == {"before": zen4, "after": after["measured_on"]} and not result["regressed"]
+    assert any(
+        line.startswith("note: measured on another machine: before AMD EPYC") for line in C.summary_lines(result)
+    )
+
+
 def test_load_report_rejects_bad_files(tmp_path):
     with pytest.raises(UserError, match="no such file"):
         C.load_report(tmp_path / "missing.json")
