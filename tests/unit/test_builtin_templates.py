@@ -151,7 +151,7 @@ def test_template_metadata():
         assert space and all(default[k] in v for k, v in space.items())
         stages = T.param_stages(family)
         assert set(stages.values()) <= {1, 2, 3} and set(T.param_space(family, stage_max=1)) < set(space)
-    assert set(T.param_space("matmul", stage_max=1)) == {"micro", "kc", "mc", "nc", "amx"}
+    assert set(T.param_space("matmul", stage_max=1)) == {"micro", "kc", "mc", "nc", "b_block", "amx"}
 
 
 def test_avx512_micro_kernels_are_offered_only_to_hosts_that_have_it():
