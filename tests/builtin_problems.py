@@ -414,6 +414,7 @@ CPP_SOURCES = {
             return []
         """,
 }
+CPP_SOURCES["matmul_t_whole_b"] = CPP_SOURCES["matmul_t"]  # the same GEMM under another parameter set
 
 
 def write_cpp_problems(root: Path) -> dict[str, Path]:

@@ -66,6 +66,8 @@ CASES = [
         },
     ),
     ("matmul_t", {"micro": "8x8", "kc": 192, "pack_a": False}),
+    # b_block "whole": a column block's three K slices of B packed at once (read transposed), each job its K loop
+    ("matmul_t_whole_b", {"micro": "6x16", "kc": 128, "b_block": "whole"}),
     ("gemm_gelu_softmax", {"micro": "12x32", "amx": 1}),
     ("matmul_t_log_softmax", {"micro": "4x24", "kc": 128}),
     ("bmm_softmax", {"micro": "8x32", "amx": 1}),
