@@ -60,6 +60,7 @@ CASES = [
             "kc": 128,
             "mc": 48,
             "nc": 512,
+            "b_block": "l2",  # four K slices of 128, one at a time where half the L2 is under 1 MiB
             "schedule": "static",
             "unroll": 1,
             "prefetch": 0,
