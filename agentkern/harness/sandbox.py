@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentkern import backends
+from agentkern import backends, cpu_isa
 from agentkern.harness import confine, confined_worker, protocol
 from agentkern.harness.deaths import oom_kill_counts, oom_kills_since, output_limit_bytes, read_tail
 from agentkern.helpers import atomic_write_json, tail
@@ -104,6 +104,9 @@ SPAWN_TIME_VARS = (
     "AGENTKERN_USER_OMP_WAIT_POLICY",
     "MALLOC_MMAP_THRESHOLD_",
     "MALLOC_TRIM_THRESHOLD_",
+    # The instruction-set level its builds take and the switches torch reads when it loads (cpu_isa.py)
+    cpu_isa.ENV,
+    *dict.fromkeys(name for level in cpu_isa.LEVELS.values() for name in level.torch_env),
     # Every backend's caches and interpreter switch (agentkern/backends/): AGENTKERN_CPP_CACHE, TRITON_INTERPRET, ...
     *dict.fromkeys(var for b in backends.all() for var in (*b.cache_env, *b.interpreter_env)),
 )

@@ -108,3 +108,11 @@ def test_cpu_flags_reads_x86_and_arm():
     assert cpu_isa.cpu_flags(cpuinfo({"avx2", "fma"})) == {"avx2", "fma"}
     assert cpu_isa.cpu_flags("processor : 0\nFeatures\t: fp asimd sve\n") == {"fp", "asimd", "sve"}
     assert cpu_isa.cpu_flags("") == set()
+
+
+def test_a_spare_worker_started_at_another_level_is_not_used():
+    from agentkern.harness.sandbox import WarmPool
+
+    # its builds and its torch would be the other level's: a spare serves only requests whose values match
+    assert WarmPool._key({cpu_isa.ENV: "avx2"}) != WarmPool._key({})
+    assert WarmPool._key({"ATEN_CPU_CAPABILITY": "avx2"}) != WarmPool._key({"ATEN_CPU_CAPABILITY": "avx512"})
