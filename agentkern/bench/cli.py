@@ -182,6 +182,7 @@ def _run_suite(found, tgt, opts) -> dict:
     from agentkern.bench.runner import run_suite
     from agentkern.bench.summary import build_report, progress_line
     from agentkern.executors import make_executor
+    from agentkern.targets import measured_on
 
     _say(
         f"agentkern bench {found.name}: {len(found.problems)} problems from {found.root} on {tgt.name}, "
@@ -204,18 +205,7 @@ def _run_suite(found, tgt, opts) -> dict:
             executor=runner,
             on_baseline=lambda i, n, name: _say(f"[torch.compile baseline {i}/{n}] {name}"),
         )
-    return build_report(found.name, tgt.name, opts, rows, _measured_on(tgt))
-
-
-def _measured_on(tgt) -> str | None:
-    """This CPU's description for a CPU target, the local GPU's name for a GPU that is here, else None."""
-    if tgt.kind == "cpu":
-        from agentkern.targets.host import cpu_description
-
-        return cpu_description()
-    from agentkern.targets import is_present, local_gpu_name
-
-    return local_gpu_name() if is_present(tgt) else None
+    return build_report(found.name, tgt.name, opts, rows, measured_on(tgt))
 
 
 @app.command("compare")

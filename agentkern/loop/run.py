@@ -390,12 +390,9 @@ def _confirmed(candidates: list, confirmation: dict) -> dict | None:
 
 
 def _measured_on(deps: Deps) -> str | None:
-    """What the candidates were timed on: this CPU (its model, cores and caches) for a CPU target, else the
-    target's name (None when the times were predicted, not measured)."""
+    """What the candidates were timed on (targets.measured_on); None when the times were predicted."""
     if deps.predictor is not None:
         return None
-    if deps.target.kind == "cpu":
-        from agentkern.targets.host import cpu_description
+    from agentkern.targets import measured_on
 
-        return cpu_description()
-    return deps.target.name
+    return measured_on(deps.target)

@@ -15,6 +15,7 @@ from agentkern.targets.catalog import (
     get_target,
     is_present,
     list_targets,
+    measured_on,
     target_summary_rows,
 )
 from agentkern.targets.host import cpu_cache_bandwidth_gbs, cpu_target, local_gpu_name, remeasure_host
@@ -31,6 +32,7 @@ __all__ = [
     "is_present",
     "list_targets",
     "local_gpu_name",
+    "measured_on",
     "peak_tflops",
     "remeasure_host",
     "roofline_ms",

@@ -118,6 +118,15 @@ def is_present(target: Target) -> bool:
     return target.kind == "cpu" or _match_gpu(host.local_gpu_name()) == target.name
 
 
+def measured_on(target: Target) -> str | None:
+    """The machine a target's times are measured on, for recorded figures: this CPU's description (model, ISA
+    level, cores, caches) for the CPU, the local GPU's name for a GPU that is here, else None (the times of a
+    GPU that is not here are predicted)."""
+    if target.kind == "cpu":
+        return host.cpu_description()
+    return host.local_gpu_name() if is_present(target) else None
+
+
 def get_target(name: str) -> Target:
     """A target by name or alias, case-insensitive; "auto" is the local GPU if the catalog has it, else the CPU."""
     gpus, aliases, _ = _catalog()

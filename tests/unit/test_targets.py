@@ -194,6 +194,15 @@ def test_auto_picks_the_local_gpu(tmp_path, monkeypatch):
     assert not targets.is_present(targets.get_target("h200"))
 
 
+def test_measured_on_names_the_machine_whose_times_are_recorded(tmp_path, monkeypatch, measure_calls):
+    fake_nvidia_smi(tmp_path, monkeypatch, 'echo "NVIDIA H100 80GB HBM3"')
+    from agentkern.targets.host import cpu_description
+
+    assert targets.measured_on(targets.get_target("cpu")) == cpu_description()
+    assert targets.measured_on(targets.get_target("h100")) == "NVIDIA H100 80GB HBM3"
+    assert targets.measured_on(targets.get_target("a100")) is None  # not here: its times are predicted
+
+
 def test_auto_is_cpu_for_a_gpu_outside_the_catalog(tmp_path, monkeypatch, measure_calls):
     fake_nvidia_smi(tmp_path, monkeypatch, 'echo "Tesla T4"')
     assert targets.get_target("auto").name == "cpu"
