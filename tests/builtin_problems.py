@@ -203,6 +203,18 @@ CPP_SOURCES = {
         def get_init_inputs():
             return []
         """,
+    # 3-D operands with one batch: still bmm (3-D in, 3-D out), A read transposed
+    "bmm_one_batch": """
+        class Model(nn.Module):
+            def forward(self, a, b):
+                return torch.bmm(a.transpose(1, 2), b)
+
+        def get_inputs():
+            return [torch.randn(1, 70, 100), torch.randn(1, 70, 130)]
+
+        def get_init_inputs():
+            return []
+        """,
     "bmm_relu": """
         class Model(nn.Module):
             def forward(self, a, b):

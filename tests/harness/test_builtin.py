@@ -73,6 +73,7 @@ CASES = [
     ("matmul_t_log_softmax", {"micro": "4x24", "kc": 128}),
     ("bmm_softmax", {"micro": "8x32", "amx": 1}),
     ("bmm_relu", {"micro": "4x16", "kc": 384, "mc": 144, "nc": 1024}),
+    ("bmm_one_batch", {"micro": "6x16"}),
     ("matvec", {"micro": "6x16"}),
     ("matvec_t_relu", {"micro": "8x8"}),
     ("matvec_long_k", {"micro": "4x16"}),

@@ -26,9 +26,10 @@ PROBLEMS = {
     "k_of_one": ("return torch.matmul(a, b)", f"torch.randn(13, 1, {BF16}), torch.randn(1, 33, {BF16})"),
     # K in several slices, the last one odd (1031 = 5 x 176 + 151)
     "long_odd_k": ("return torch.matmul(a, b)", f"torch.randn(257, 1031, {BF16}), torch.randn(1031, 129, {BF16})"),
+    # one batch of 3-D operands (bmm's, not a 2-D matmul's), A read transposed
     "a_transposed": (
         "return torch.bmm(a.transpose(1, 2), b)",
-        f"torch.randn(2, 203, 77, {BF16}), torch.randn(2, 203, 100, {BF16})",
+        f"torch.randn(1, 203, 77, {BF16}), torch.randn(1, 203, 100, {BF16})",
     ),
     "bmm": ("return torch.bmm(a, b)", f"torch.randn(2, 130, 41, {BF16}), torch.randn(2, 41, 95, {BF16})"),
     # enough batches for a batch a thread, B transposed: each thread packs its own pairs from B^T's rows

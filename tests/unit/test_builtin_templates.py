@@ -115,6 +115,8 @@ def test_analyze_hand_written_problems(specs):
     s = specs["matmul_t_log_softmax"]
     assert (s["family"], s["attrs"]["row_op"], s["attrs"]["a"]["trans"]) == ("matmul", "log_softmax", True)
     assert (specs["bmm_softmax"]["family"], specs["bmm_softmax"]["attrs"]["row_op"]) == ("bmm", "softmax")
+    s = specs["bmm_one_batch"]  # one batch of 3-D operands is bmm's, not a 2-D matmul's
+    assert (s["family"], s["attrs"]["batch"], s["attrs"]["a"]["trans"]) == ("bmm", 1, True)
 
 
 def test_unsupported_problems_give_a_reason(specs):

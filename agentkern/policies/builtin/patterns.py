@@ -222,17 +222,17 @@ def _gemm(n: N, names: Names) -> tuple[str, dict, list]:
     else:
         A, B = _gemm_operand(a, names, "weight"), _gemm_operand(b, names, "weight")
     if len(sa) >= 2 and len(sb) == 2 and (len(sa) == 2 or not A["trans"]) and n.op != "bmm":
-        batch, M = 1, math.prod(sa[:-1])
+        batch, M, batched = 1, math.prod(sa[:-1]), False
     elif len(sa) == 3 and len(sb) == 3 and sa[0] == sb[0] and n.op in ("bmm", "matmul"):
-        batch, M = sa[0], sa[1]
+        batch, M, batched = sa[0], sa[1], True
     else:
         raise Unsupported(f"{n.op} of shapes {sa} and {sb}: only 2-D @ 2-D, N-D @ 2-D and 3-D batched")
     if sa[-1] != sb[-2]:
         raise Unsupported(f"{n.op} of shapes {sa} and {sb}")
-    if n.op == "linear" or ("param" in B and B["trans"] and "input" in A and batch == 1):
+    if n.op == "linear" or ("param" in B and B["trans"] and "input" in A and not batched):
         family = "linear"
-    else:
-        family = "bmm" if batch > 1 else "matmul"
+    else:  # 3-D operands are bmm's even with one batch: the kernel takes and returns 3-D tensors
+        family = "bmm" if batched else "matmul"
     return family, {"a": A, "b": B, "batch": batch, "M": M, "N": sb[-1], "K": sa[-1]}, pre
 
 
