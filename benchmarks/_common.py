@@ -39,7 +39,7 @@ def render_builtin(problem_path: Path, out: Path, params: dict | None = None) ->
 
     spec = analyze(str(problem_path))
     target = cpu_target()
-    features = templates.host_features(target.simd_width_bits, "amx_bf16" in target.peak_tflops)
+    features = templates.target_features(target)
     chosen = dict(templates.default_params(spec["family"], "cpp", features))
     chosen.update({k: v for k, v in (params or {}).items() if k in chosen})
     out.write_text(templates.render(spec, chosen, "cpp"))

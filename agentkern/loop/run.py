@@ -103,7 +103,7 @@ def _host_features(target: Target, backend: str) -> frozenset | None:
         return None
     from agentkern.policies.builtin import templates
 
-    return templates.host_features(target.simd_width_bits, "amx_bf16" in target.peak_tflops)
+    return templates.target_features(target)
 
 
 def _has_template(family: str, backend: str) -> bool:

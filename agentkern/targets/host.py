@@ -106,11 +106,16 @@ def _cpu_facts() -> dict[str, Any]:
     clock_source, ghz = max(clocks.items(), key=lambda kv: kv[1])
     l2_kb, l3_kb = _cache_sizes_kb(cpus)
     mem_kb = re.findall(r"^MemTotal:\s*(\d+) kB", _read("/proc/meminfo"), re.M)
+    simd_bits = native_bits if capped is None else min(native_bits, capped.simd_bits)
+    family = (field("cpu family") or ["0"])[0].strip()
     return {
         "model": model,
         "cores": len(cpus),
         "fma": bool(flags & {"fma", "asimd"}),
-        "simd_bits": native_bits if capped is None else min(native_bits, capped.simd_bits),
+        "simd_bits": simd_bits,
+        # AMD's family 25 with AVX-512 is Zen 4, which runs each 512-bit operation on 256-bit units in two halves:
+        # a register tile that suits a full-width core (Intel's) is not the fastest there (matmul/cpp.json).
+        "avx512_halves": simd_bits >= 512 and "AuthenticAMD" in field("vendor_id") and family == "25",
         "native_simd_bits": native_bits,
         "isa_cap": None if capped is None else capped.name,
         "amx_bf16": capped is None and {"amx_tile", "amx_bf16"} <= flags,
@@ -120,6 +125,11 @@ def _cpu_facts() -> dict[str, Any]:
         "l3_kb": l3_kb,
         "memory_gb": round(int(mem_kb[0]) / 2**20, 1) if mem_kb else None,
     }
+
+
+def avx512_in_halves() -> bool:
+    """Whether this CPU's AVX-512 runs each 512-bit operation in two 256-bit halves (AMD Zen 4)."""
+    return _cpu_facts()["avx512_halves"]
 
 
 def cpu_model() -> str:

@@ -15,17 +15,21 @@ SAPPHIRE_RAPIDS = ZEN4 | {"amx_tile", "amx_bf16", "amx_int8", "avx512_bf16"}
 HASWELL = set("fpu sse2 avx avx2 fma f16c bmi1 bmi2 movbe".split())
 
 
-def cpuinfo(flags: set[str]) -> str:
-    return f"processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: {' '.join(sorted(flags))}\n\n"
+def cpuinfo(flags: set[str], vendor: str = "GenuineIntel", family: int = 6) -> str:
+    return (
+        f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel name\t: Test CPU\n"
+        f"flags\t\t: {' '.join(sorted(flags))}\n\n"
+    )
 
 
 @pytest.fixture
 def on_cpu(monkeypatch):
-    """Make host.py read a /proc/cpuinfo with the given flags."""
+    """Make host.py read a /proc/cpuinfo with the given flags (and vendor, family)."""
 
-    def use(flags: set[str]) -> None:
+    def use(flags: set[str], vendor: str = "GenuineIntel", family: int = 6) -> None:
         real = host._read
-        monkeypatch.setattr(host, "_read", lambda p: cpuinfo(flags) if str(p) == "/proc/cpuinfo" else real(p))
+        info = cpuinfo(flags, vendor, family)
+        monkeypatch.setattr(host, "_read", lambda p: info if str(p) == "/proc/cpuinfo" else real(p))
 
     return use
 
@@ -116,3 +120,22 @@ def test_a_spare_worker_started_at_another_level_is_not_used():
     # its builds and its torch would be the other level's: a spare serves only requests whose values match
     assert WarmPool._key({cpu_isa.ENV: "avx2"}) != WarmPool._key({})
     assert WarmPool._key({"ATEN_CPU_CAPABILITY": "avx2"}) != WarmPool._key({"ATEN_CPU_CAPABILITY": "avx512"})
+
+
+def test_zen4s_avx512_in_halves_gets_the_matmul_tile_measured_for_it(monkeypatch, on_cpu):
+    from agentkern.targets import get_target
+
+    monkeypatch.delenv(cpu_isa.ENV, raising=False)
+    on_cpu(ZEN4 | {"avx512_bf16"}, "AuthenticAMD", 25)
+    assert host.avx512_in_halves()
+    features = templates.target_features(get_target("cpu"))
+    assert features == frozenset({"avx512f", "avx512_halves"})
+    assert templates.default_params("matmul", "cpp", features)["micro"] == "8x32"
+    monkeypatch.setenv(cpu_isa.ENV, "avx2")  # held to AVX2: no 512-bit operations to halve
+    assert not host.avx512_in_halves()
+    monkeypatch.delenv(cpu_isa.ENV)
+    for flags, vendor, family in ((HASWELL, "AuthenticAMD", 25), (SAPPHIRE_RAPIDS, "GenuineIntel", 6)):
+        on_cpu(flags, vendor, family)  # Zen 3 (no AVX-512), an Intel AVX-512 core: full width
+        assert not host.avx512_in_halves()
+    features = templates.target_features(get_target("cpu"))
+    assert templates.default_params("matmul", "cpp", features)["micro"] == "12x32" and "amx_bf16" in features

@@ -166,6 +166,18 @@ def host_features(simd_width_bits: int | None, amx_bf16: bool = False) -> frozen
     return frozenset({"avx512f"} if wide else set()) | frozenset({"amx_bf16"} if wide and amx_bf16 else set())
 
 
+def target_features(target) -> frozenset:
+    """The template features of a CPU target (this host): host_features of its SIMD width and AMX tiles, and
+    "avx512_halves" where its AVX-512 runs on 256-bit units (targets/host.py: AMD Zen 4)."""
+    features = host_features(target.simd_width_bits, "amx_bf16" in target.peak_tflops)
+    if target.kind == "cpu" and "avx512f" in features:
+        from agentkern.targets.host import avx512_in_halves
+
+        if avx512_in_halves():
+            features |= {"avx512_halves"}
+    return features
+
+
 def param_stages(family: str, backend: str = "cpp") -> dict[str, int]:
     return dict(_meta(family, backend)["stage"])
 
