@@ -4,17 +4,11 @@ and batches. Each kernel runs in a child process. Skipped where the host has no 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
+from matmul_paths import render_kernel, run_check, write_problem
 
 from agentkern.policies.builtin import templates as T
-from agentkern.policies.builtin.recognize import analyze
 from agentkern.targets import get_target
-
-HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
 # name -> (forward body, inputs, init inputs). fp32 takes the tiles from 256 rows and columns on (cpp.py.j2's
 # amx_pays): every fp32 shape here does, with edges in M, N and K.
@@ -69,41 +63,9 @@ def _has_amx() -> bool:
 pytestmark = pytest.mark.skipif(not _has_amx(), reason="the host has no AMX-BF16 tiles")
 
 
-def _problem(tmp_path, name: str):
-    forward, inputs, init = PROBLEMS[name]
-    args = "x" if forward.count("self.fc") else "a, b"
-    body = f"""
-        class Model(nn.Module):
-            def __init__(self):
-                super().__init__()
-                {init or "pass"}
-
-            def forward(self, {args}):
-                {forward}
-
-        def get_inputs():
-            return [{inputs}]
-
-        def get_init_inputs():
-            return []
-        """
-    path = tmp_path / f"{name}.py"
-    path.write_text(HEADER + textwrap.dedent(body))
-    return path
-
-
-# Run in a child process, as any candidate is: the tiles' state and the kernel's threads stay out of pytest's.
-CHECK = textwrap.dedent("""
-    import importlib.util, sys
-    import torch
-
-    def load(path, name):
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-    problem, kernel, tol = load(sys.argv[1], "problem"), load(sys.argv[2], "kernel"), float(sys.argv[3])
+# Run in a child process (matmul_paths.run_check): argv[3] the tolerance, argv[4] which non-finite inputs.
+CHECK = """
+    tol = float(sys.argv[3])
     torch.manual_seed(0)
     reference = problem.Model().eval()
     torch.manual_seed(0)
@@ -128,25 +90,14 @@ CHECK = textwrap.dedent("""
             assert not expected.isfinite().all()
             torch.testing.assert_close(got, expected, atol=tol, rtol=tol, equal_nan=True)
     print("ok")
-""")
+"""
 
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_amx_products_match_torch(tmp_path, name):
-    problem_path = _problem(tmp_path, name)
-    spec = analyze(str(problem_path))
-    assert spec["family"] in ("matmul", "linear", "bmm"), spec.get("reason")
-    kernel_path = tmp_path / f"{name}_kernel.py"
-    kernel_path.write_text(T.render(spec, {"amx": 1, "micro": "12x32"}))
-    script = tmp_path / "check.py"
-    script.write_text(CHECK)
+    problem_path = write_problem(tmp_path, name, *PROBLEMS[name])
+    kernel_path = render_kernel(problem_path, {"amx": 1, "micro": "12x32"}, ("matmul", "linear", "bmm"))
     tol = "1e-2" if "bf16" in name else "1e-4"
     # torch's own gelu of -inf is NaN where the erf form says 0: non-finite inputs only without an epilogue
     nonfinite = "nonfinite" if name in NONFINITE else "nonfinite_late" if name in NONFINITE_LATE else "finite"
-    run = subprocess.run(
-        [sys.executable, str(script), str(problem_path), str(kernel_path), tol, nonfinite],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+    run_check(CHECK, problem_path, kernel_path, tol, nonfinite)

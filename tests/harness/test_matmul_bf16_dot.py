@@ -6,16 +6,12 @@ level AGENTKERN_CPU_ISA holds it to) has no AVX512-BF16: there the operands are 
 from __future__ import annotations
 
 import subprocess
-import sys
-import textwrap
 
 import pytest
+from matmul_paths import render_kernel, run_check, write_problem
 
 from agentkern import native
-from agentkern.policies.builtin import templates as T
-from agentkern.policies.builtin.recognize import analyze
 
-HEADER = "import torch\nimport torch.nn as nn\n\n"
 BF16 = "dtype=torch.bfloat16"
 
 # name -> (forward body, inputs)
@@ -54,38 +50,10 @@ def _has_bf16_dot() -> bool:
 pytestmark = pytest.mark.skipif(not _has_bf16_dot(), reason="no AVX512-BF16 at this host's ISA level")
 
 
-def _problem(tmp_path, name: str):
-    forward, inputs = PROBLEMS[name]
-    body = f"""
-        class Model(nn.Module):
-            def forward(self, a, b):
-                {forward}
-
-        def get_inputs():
-            return [{inputs}]
-
-        def get_init_inputs():
-            return []
-        """
-    path = tmp_path / f"{name}.py"
-    path.write_text(HEADER + textwrap.dedent(body))
-    return path
-
-
 # In a child process, as any candidate is. Each product is compared with torch's in float32 of the same bf16
 # operands (exact products, fp32 sums): the kernel's only rounding is its fp32 accumulation order and the final
 # rounding to bf16.
-CHECK = textwrap.dedent("""
-    import importlib.util, sys
-    import torch
-
-    def load(path, name):
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-    problem, kernel = load(sys.argv[1], "problem"), load(sys.argv[2], "kernel")
+CHECK = """
     assert "#define AK_BF16_DOT 1" in kernel.CPP_SOURCE
     reference, candidate = problem.Model().eval(), kernel.ModelNew().eval()
     with torch.no_grad():
@@ -97,22 +65,11 @@ CHECK = textwrap.dedent("""
             assert got.shape == expected.shape and got.dtype == torch.bfloat16, (got.shape, got.dtype)
             torch.testing.assert_close(got.float(), expected, atol=1e-2 * scale * scale, rtol=8e-3)
     print("ok")
-""")
+"""
 
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_bf16_pair_products_match_torch(tmp_path, name):
-    problem_path = _problem(tmp_path, name)
-    spec = analyze(str(problem_path))
-    assert spec["family"] in ("matmul", "bmm"), spec.get("reason")
-    kernel_path = tmp_path / f"{name}_kernel.py"
-    kernel_path.write_text(T.render(spec, {"micro": "12x32", "amx": 0}))
-    script = tmp_path / "check.py"
-    script.write_text(CHECK)
-    run = subprocess.run(
-        [sys.executable, str(script), str(problem_path), str(kernel_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+    problem_path = write_problem(tmp_path, name, *PROBLEMS[name])
+    kernel_path = render_kernel(problem_path, {"micro": "12x32", "amx": 0}, ("matmul", "bmm"))
+    run_check(CHECK, problem_path, kernel_path)

@@ -1,0 +1,77 @@
+"""What the matmul template's instruction-path tests share (tests/harness/test_matmul_amx.py,
+test_matmul_bf16_dot.py): a problem file written from a forward body, the kernel the template renders for it,
+and a check script run in a child process, as any candidate is (a path's tile state and threads stay out of
+pytest's)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+# The child's first lines: `problem` and `kernel` loaded from the paths in argv[1] and argv[2]; the check's own
+# arguments follow in argv[3:].
+CHILD_PRELUDE = textwrap.dedent("""
+    import importlib.util, sys
+    import torch
+
+    def load(path, name):
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    problem, kernel = load(sys.argv[1], "problem"), load(sys.argv[2], "kernel")
+""")
+
+
+def write_problem(folder: Path, name: str, forward: str, inputs: str, init: str = "") -> Path:
+    """A KernelBench-format problem: `forward` takes (x) when it uses self.fc, else (a, b)."""
+    args = "x" if "self.fc" in forward else "a, b"
+    body = f"""
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {init or "pass"}
+
+            def forward(self, {args}):
+                {forward}
+
+        def get_inputs():
+            return [{inputs}]
+
+        def get_init_inputs():
+            return []
+        """
+    path = folder / f"{name}.py"
+    path.write_text(HEADER + textwrap.dedent(body))
+    return path
+
+
+def render_kernel(problem_path: Path, params: dict, families: tuple[str, ...]) -> Path:
+    """The built-in template's kernel for the problem with `params`, beside it; the problem must be recognised
+    as one of `families`."""
+    from agentkern.policies.builtin import templates
+    from agentkern.policies.builtin.recognize import analyze
+
+    spec = analyze(str(problem_path))
+    assert spec["family"] in families, spec.get("reason")
+    kernel_path = problem_path.with_name(f"{problem_path.stem}_kernel.py")
+    kernel_path.write_text(templates.render(spec, params))
+    return kernel_path
+
+
+def run_check(check: str, problem_path: Path, kernel_path: Path, *args: str) -> None:
+    """Run CHILD_PRELUDE + `check` in a child process; it must exit 0 and print only "ok"."""
+    script = problem_path.with_name("check.py")
+    script.write_text(CHILD_PRELUDE + textwrap.dedent(check))
+    run = subprocess.run(
+        [sys.executable, str(script), str(problem_path), str(kernel_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
