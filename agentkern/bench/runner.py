@@ -16,6 +16,7 @@ from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentkern.bench import compile_speedup
 from agentkern.bench.suites import ProblemRef, Suite
 from agentkern.errors import UserError
 from agentkern.helpers import one_line
@@ -54,6 +55,7 @@ def empty_row(ref: ProblemRef) -> dict:
         "reason": None,
         "speedup_eager": None,
         "search_speedup_eager": None,  # the search's own timing of the winner (speedup_eager: timed again)
+        "eager_ms": None,
         "speedup_compile": None,
         "roofline_fraction": None,
         "kernel_path": None,
@@ -64,7 +66,12 @@ def empty_row(ref: ProblemRef) -> dict:
         "run_id": None,
         "predicted": False,
         "size": None,
-        "compile_factor": None,
+        "compile_factor": None,  # compile_ms / eager_ms_in_baseline (bench/compile_speedup.py)
+        "compile_ms": None,
+        "eager_ms_in_baseline": None,
+        "eager_ms_in_baselines": [],
+        "compile_runs": 0,
+        "compile_wall_s": None,
         "compile_note": None,
         "stopped_because": None,
         "wall_s": None,
@@ -146,6 +153,7 @@ def _fill(row: dict, result: RunResult) -> None:
             status="ok",
             speedup_eager=best["speedup"],
             search_speedup_eager=best.get("search_speedup"),
+            eager_ms=best.get("reference_ms"),  # eager's time beside the winner (compile_speedup.py)
             roofline_fraction=best.get("roofline_fraction"),
             kernel_path=best["path"],
             predicted=bool(best.get("predicted")),
@@ -187,35 +195,17 @@ def _fill(row: dict, result: RunResult) -> None:
 
 def measure_baseline(ref: ProblemRef, opts: BenchOptions):
     """torch.compile's verdict on the problem (an EvalResult), or the message of what went wrong."""
-    from agentkern.harness.modes.baseline import compile_baseline
-    from agentkern.types import EvalOptions
-
-    try:
-        return compile_baseline(ref.path, opts.target, EvalOptions(size=opts.size))
-    except Exception as exc:  # noqa: BLE001 - a broken problem must not end the suite
-        return one_line(f"torch.compile baseline failed: {type(exc).__name__}: {exc}")
+    return compile_speedup.measure_baseline(ref.path, opts.target, opts.size)
 
 
 def _add_compile(row: dict, ref: ProblemRef, opts: BenchOptions, base=None) -> None:
-    """speedup vs torch.compile = speedup vs eager x (compile_ms / eager_ms), each ratio measured interleaved
-    in its own run: the same as compile_ms / kernel_ms when eager takes the same time in both runs, and
-    free of the 10-20% drift between runs that absolute times carry on a shared machine."""
+    """The row's speedup over torch.compile, bridged through eager (bench/compile_speedup.py)."""
     if row["predicted"]:
         row["compile_note"] = "the target GPU is not here: torch.compile not timed"
         return
     if base is None:
         base = measure_baseline(ref, opts)
-    if isinstance(base, str):
-        row["compile_note"] = base
-        return
-    row["compile_wall_s"] = base.details.get("wall_s")  # most of it is inductor compiling (cached next time)
-    if base.status != "ok" or not base.kernel_ms or not base.reference_ms:
-        row["compile_note"] = one_line(f"torch.compile baseline: {base.status}: {base.error}")
-        return
-    row["compile_factor"] = base.kernel_ms / base.reference_ms
-    row["compile_ms"], row["eager_ms_in_baseline"] = base.kernel_ms, base.reference_ms
-    if row["speedup_eager"] is not None:
-        row["speedup_compile"] = row["speedup_eager"] * row["compile_factor"]
+    compile_speedup.add_compile(row, base, lambda: measure_baseline(ref, opts))
 
 
 def _baselines_first(problems: list[ProblemRef], opts: BenchOptions, in_flight: int, on_baseline) -> dict:

@@ -1,0 +1,80 @@
+"""A suite row's speedup over torch.compile, bridged through eager PyTorch.
+
+speedup_compile = speedup_eager x compile_ms / eager_ms: the winner's ratio to eager comes from the
+optimisation run (timed again once the search stopped), torch.compile's from its own baseline run, each pair
+timed interleaved in one process. That equals compile_ms / kernel_ms when eager takes the same time in both
+runs, without the 10-20% drift between runs that absolute times carry on a shared machine.
+
+The bridge holds only when eager did take about the same time in both runs. Some eager ops are erratic from
+one run to the next (torch's max over 256-wide rows with keepdim, one input, one host: 0.65, 0.96 and 1.46 ms
+in three baseline runs, 0.59-0.76 ms in the optimisation run's; 2026-11-28), and then the product of the two
+ratios carries that error twice. So when the two eager times differ by more than EAGER_AGREEMENT, the
+baseline is measured again (seconds, with inductor's cache warm), at most EXTRA_BASELINES times, and the run
+whose eager time is closest to the optimisation run's is the one used. The choice looks at eager times only,
+never at torch.compile's, so it cannot favour either side. The row keeps every run's eager time.
+"""
+
+from __future__ import annotations
+
+import math
+
+from agentkern.helpers import one_line
+
+# The two eager times agree within this factor (the between-run drift of a shared machine, with a margin).
+EAGER_AGREEMENT = 1.25
+EXTRA_BASELINES = 2
+
+
+def measure_baseline(path, target: str, size: str | None):
+    """torch.compile's verdict on the problem (an EvalResult), or the message of what went wrong."""
+    from agentkern.harness.modes.baseline import compile_baseline
+    from agentkern.types import EvalOptions
+
+    try:
+        return compile_baseline(path, target, EvalOptions(size=size))
+    except Exception as exc:  # noqa: BLE001 - a broken problem must not end the suite
+        return one_line(f"torch.compile baseline failed: {type(exc).__name__}: {exc}")
+
+
+def _usable(base) -> bool:
+    return not isinstance(base, str) and base.status == "ok" and bool(base.kernel_ms) and bool(base.reference_ms)
+
+
+def _mismatch(base, eager_ms: float) -> float:
+    """How far the baseline's eager time is from the optimisation run's, as a factor >= 1."""
+    return math.exp(abs(math.log(base.reference_ms / eager_ms)))
+
+
+def add_compile(row: dict, base, remeasure) -> None:
+    """Fill the row's torch.compile columns from `base` (an EvalResult, or the message of what went wrong);
+    `remeasure()` measures the baseline again. row["eager_ms"] is the optimisation run's eager time, when known."""
+    if isinstance(base, str):
+        row["compile_note"] = base
+        return
+    row["compile_wall_s"] = base.details.get("wall_s")  # most of it is inductor compiling (cached next time)
+    if not _usable(base):
+        row["compile_note"] = one_line(f"torch.compile baseline: {base.status}: {base.error}")
+        return
+    eager_ms = row.get("eager_ms")
+    runs = [base]
+
+    def closest():
+        return min(runs, key=lambda b: _mismatch(b, eager_ms)) if eager_ms else base
+
+    while eager_ms and _mismatch(closest(), eager_ms) > EAGER_AGREEMENT and len(runs) <= EXTRA_BASELINES:
+        again = remeasure()
+        if not _usable(again):
+            break
+        runs.append(again)
+    base = closest()
+    if eager_ms and _mismatch(base, eager_ms) > EAGER_AGREEMENT:
+        row["compile_note"] = (
+            f"eager took {base.reference_ms:.3g} ms in the closest of {len(runs)} torch.compile baseline runs and "
+            f"{eager_ms:.3g} ms beside the kernel: speedup_compile is bridged through eager times that differ"
+        )
+    row["compile_factor"] = base.kernel_ms / base.reference_ms
+    row["compile_ms"], row["eager_ms_in_baseline"] = base.kernel_ms, base.reference_ms
+    row["compile_runs"] = len(runs)
+    row["eager_ms_in_baselines"] = [b.reference_ms for b in runs]
+    if row["speedup_eager"] is not None:
+        row["speedup_compile"] = row["speedup_eager"] * row["compile_factor"]
