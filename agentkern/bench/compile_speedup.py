@@ -7,11 +7,13 @@ runs, without the 10-20% drift between runs that absolute times carry on a share
 
 The bridge holds only when eager did take about the same time in both runs. Some eager ops are erratic from
 one run to the next (torch's max over 256-wide rows with keepdim, one input, one host: 0.65, 0.96 and 1.46 ms
-in three baseline runs, 0.59-0.76 ms in the optimisation run's; 2026-11-28), and then the product of the two
-ratios carries that error twice. So when the two eager times differ by more than EAGER_AGREEMENT, the
-baseline is measured again (seconds, with inductor's cache warm), at most EXTRA_BASELINES times, and the run
-whose eager time is closest to the optimisation run's is the one used. The choice looks at eager times only,
-never at torch.compile's, so it cannot favour either side. The row keeps every run's eager time.
+in three baseline runs, 0.59-1.07 ms in the optimisation run's evaluations; 2026-11-27/28), and a baseline
+measured while the machine was busy (a suite's baselines run first, two at a time) can be 2-4x slow on both
+sides; the product of the two ratios carries such errors. So when the two eager times differ by more than
+EAGER_AGREEMENT, the baseline is measured again (inductor's cache is warm by then), at most EXTRA_BASELINES
+times, and the run whose eager time is closest to the optimisation run's is the one used. The choice looks at
+eager times only, never at torch.compile's, so it cannot favour either side. The row keeps every run's eager
+time.
 """
 
 from __future__ import annotations
