@@ -5,15 +5,18 @@ optimisation run (timed again once the search stopped), torch.compile's from its
 timed interleaved in one process. That equals compile_ms / kernel_ms when eager takes the same time in both
 runs, without the 10-20% drift between runs that absolute times carry on a shared machine.
 
-The bridge holds only when eager did take about the same time in both runs. Some eager ops are erratic from
-one run to the next (torch's max over 256-wide rows with keepdim, one input, one host: 0.65, 0.96 and 1.46 ms
-in three baseline runs, 0.59-1.07 ms in the optimisation run's evaluations; 2026-11-27/28), and a baseline
-measured while the machine was busy (a suite's baselines run first, two at a time) can be 2-4x slow on both
-sides; the product of the two ratios carries such errors. So when the two eager times differ by more than
-EAGER_AGREEMENT, the baseline is measured again (inductor's cache is warm by then), at most EXTRA_BASELINES
-times, and the run whose eager time is closest to the optimisation run's is the one used. The choice looks at
-eager times only, never at torch.compile's, so it cannot favour either side. The row keeps every run's eager
-time.
+The bridge holds only when eager took about the same time in both runs, and the two ratios were measured in
+like conditions. A measurement made while the machine was busy skews the ratio as well as the times (an op on
+both cores waits for the slower one; a one-thread op does not), and some eager ops are erratic from one run to
+the next: torch's max over 256-wide rows with keepdim, one input, one host, took 0.65, 0.96 and 1.46 ms in three
+baseline runs and 0.59-1.07 ms in the optimisation run's evaluations (2026-11-27/28); a suite's baselines, run
+first and two at a time, have been 2-4x slow on both sides. Eager's time is the gauge: the optimisation run
+times eager beside every candidate, and the median of those times (`eager_ms_median`: the search's verdicts and
+the re-timings) is eager's typical time on this machine, which one busy evaluation does not move. When the
+baseline's eager time is more than EAGER_AGREEMENT from it, the baseline is measured again (inductor's cache is
+warm by then), at most EXTRA_BASELINES times, and the run whose eager time is closest to the median is the
+one used. The choice looks at eager times only, never at torch.compile's, so it cannot favour either side. The
+row keeps every run's eager time.
 """
 
 from __future__ import annotations
@@ -43,13 +46,14 @@ def _usable(base) -> bool:
 
 
 def _mismatch(base, eager_ms: float) -> float:
-    """How far the baseline's eager time is from the optimisation run's, as a factor >= 1."""
+    """How far the baseline's eager time is from `eager_ms`, as a factor >= 1."""
     return math.exp(abs(math.log(base.reference_ms / eager_ms)))
 
 
 def add_compile(row: dict, base, remeasure) -> None:
     """Fill the row's torch.compile columns from `base` (an EvalResult, or the message of what went wrong);
-    `remeasure()` measures the baseline again. row["eager_ms"] is the optimisation run's eager time, when known."""
+    `remeasure()` measures the baseline again. row["eager_ms_median"] is eager's median time over the
+    optimisation run's evaluations, when known (else row["eager_ms"], the winner's re-timing)."""
     if isinstance(base, str):
         row["compile_note"] = base
         return
@@ -57,7 +61,7 @@ def add_compile(row: dict, base, remeasure) -> None:
     if not _usable(base):
         row["compile_note"] = one_line(f"torch.compile baseline: {base.status}: {base.error}")
         return
-    eager_ms = row.get("eager_ms")
+    eager_ms = row.get("eager_ms_median") or row.get("eager_ms")
     runs = [base]
 
     def closest():
@@ -72,7 +76,8 @@ def add_compile(row: dict, base, remeasure) -> None:
     if eager_ms and _mismatch(base, eager_ms) > EAGER_AGREEMENT:
         row["compile_note"] = (
             f"eager took {base.reference_ms:.3g} ms in the closest of {len(runs)} torch.compile baseline runs and "
-            f"{eager_ms:.3g} ms beside the kernel: speedup_compile is bridged through eager times that differ"
+            f"{eager_ms:.3g} ms beside the candidates (median): speedup_compile is bridged through eager times that "
+            "differ"
         )
     row["compile_factor"] = base.kernel_ms / base.reference_ms
     row["compile_ms"], row["eager_ms_in_baseline"] = base.kernel_ms, base.reference_ms

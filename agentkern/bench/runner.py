@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 import time
 import traceback
 from collections.abc import Callable
@@ -55,7 +56,8 @@ def empty_row(ref: ProblemRef) -> dict:
         "reason": None,
         "speedup_eager": None,
         "search_speedup_eager": None,  # the search's own timing of the winner (speedup_eager: timed again)
-        "eager_ms": None,
+        "eager_ms": None,  # eager beside the winner, timed again
+        "eager_ms_median": None,  # eager's median time over the run's evaluations (bench/compile_speedup.py)
         "speedup_compile": None,
         "roofline_fraction": None,
         "kernel_path": None,
@@ -153,7 +155,8 @@ def _fill(row: dict, result: RunResult) -> None:
             status="ok",
             speedup_eager=best["speedup"],
             search_speedup_eager=best.get("search_speedup"),
-            eager_ms=best.get("reference_ms"),  # eager's time beside the winner (compile_speedup.py)
+            eager_ms=best.get("reference_ms"),
+            eager_ms_median=_eager_median(candidates, result.get("confirmation")),
             roofline_fraction=best.get("roofline_fraction"),
             kernel_path=best["path"],
             predicted=bool(best.get("predicted")),
@@ -191,6 +194,13 @@ def _fill(row: dict, result: RunResult) -> None:
                 f"no correct candidate among {len(candidates)}" + (f"; last error: {errors[-1]}" if errors else "")
             ),
         )
+
+
+def _eager_median(candidates: list[dict], confirmation: dict | None) -> float | None:
+    """Eager's median time over the run's evaluations: beside each correct candidate, and each re-timing."""
+    times = [c["reference_ms"] for c in candidates if c["correct"] and c.get("reference_ms")]
+    times += [r["reference_ms"] for r in (confirmation or {}).get("rows", []) if r.get("reference_ms")]
+    return statistics.median(times) if times else None
 
 
 def measure_baseline(ref: ProblemRef, opts: BenchOptions):

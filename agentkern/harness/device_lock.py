@@ -9,8 +9,9 @@ readers-writer lock made of flock()s on files in a lock folder:
 - `checking(device)`, shared: held while a candidate's correctness trials run. Checks overlap one another
   and builds (a check's verdict does not depend on its speed), never a measurement.
 - `building(device)`, shared, CPU only: held while a worker imports and builds (g++, torch.compile,
-  torch's import in a spare). On a CPU a build takes a core, so it never runs beside a measurement; on a
-  GPU a build runs on the CPU and does not disturb the GPU, so it takes no lock there.
+  torch's import in a spare or in a worker started for its request). On a CPU a build takes a core, so it
+  never runs beside a measurement; on a GPU a build runs on the CPU and does not disturb the GPU, so it
+  takes no lock there.
 A waiting writer goes first: it takes the `gate` before waiting for the device, and new readers pass the
 gate only one at a time, so a steady stream of builds and checks cannot starve a measurement. flock locks
 belong to the open file and die with the process: a killed worker never leaves a lock held.

@@ -54,3 +54,28 @@ def test_a_bounded_wait_for_the_timing_lock_gives_up_and_holds_nothing():
     with timing_lock_within("cpu", 0.3) as held:
         assert held is True and not can_take()
     assert can_take()
+
+
+def test_a_fresh_workers_imports_wait_for_a_measurement_on_the_cpu():
+    """A worker started for its request (not a spare: the torch.compile baselines) imports torch with its mode
+    (agentkern/harness/worker.py): under the CPU's build lock, so never beside a measurement."""
+    import threading
+
+    from agentkern.harness import worker
+    from agentkern.harness.device_lock import timing_lock
+
+    worker._mode("baseline")  # imported once beforehand, so that only the lock can hold the import up
+    imported = threading.Event()
+
+    def start():
+        worker._imported_mode({"mode": "baseline", "device": "cpu"})
+        imported.set()
+
+    with timing_lock("cpu"):
+        thread = threading.Thread(target=start, daemon=True)
+        thread.start()
+        assert not imported.wait(0.5)  # queued behind the measurement
+        # an evaluation on a GPU imports at once: its build runs on the CPU, not on the device being timed
+        assert worker._imported_mode({"mode": "baseline", "device": "cuda"}) is not None
+    assert imported.wait(30)
+    thread.join(5)
