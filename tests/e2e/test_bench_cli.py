@@ -54,6 +54,10 @@ def test_bench_runs_a_suite_with_one_solvable_and_one_unsupported_problem(tmp_pa
     assert relu["name"] == "relu_small" and relu["status"] == "ok" and relu["speedup_eager"] > 0
     assert relu["size"] == "cpu" and relu["candidates"] == 2 and relu["kernel_path"].endswith(".py")
     assert relu["speedup_compile"] > 0 and relu["compile_factor"] > 0  # torch.compile timed on the CPU
+    # the bridge through eager (bench/compile_speedup.py): eager's times beside the candidates and in each baseline run
+    assert relu["eager_ms"] > 0 and relu["eager_ms_median"] > 0 and 1 <= relu["compile_runs"] <= 3
+    assert len(relu["eager_ms_in_baselines"]) == relu["compile_runs"]
+    assert relu["eager_ms_in_baseline"] in relu["eager_ms_in_baselines"]
     assert sort["status"] == "unsupported" and "does not recognise" in sort["reason"]
     m = report["metrics"]
     assert m["fast_0"] == 0.5 and m["problems"] == 2 and m["pass_at_k"] == 0.5
