@@ -44,7 +44,9 @@ def _imported_mode(request: dict):
     a core, which beside another worker's measurement would skew it. A spare did these imports under the lock
     already."""
     mode = request.get("mode", "evaluate")
-    if str(request.get("device", "cpu")).startswith("cuda"):
+    # On a GPU a build takes no lock; with timing_lock_held the parent holds the device for this worker already
+    # (counters.py), and waiting for a shared lock under it would never end.
+    if str(request.get("device", "cpu")).startswith("cuda") or request.get("timing_lock_held"):
         return _mode(mode)
     from agentkern.harness.device_lock import building
 

@@ -77,5 +77,7 @@ def test_a_fresh_workers_imports_wait_for_a_measurement_on_the_cpu():
         assert not imported.wait(0.5)  # queued behind the measurement
         # an evaluation on a GPU imports at once: its build runs on the CPU, not on the device being timed
         assert worker._imported_mode({"mode": "baseline", "device": "cuda"}) is not None
+        # nor a worker whose parent holds the device for it (counters.py): waiting would deadlock
+        assert worker._imported_mode({"mode": "baseline", "device": "cpu", "timing_lock_held": True}) is not None
     assert imported.wait(30)
     thread.join(5)
