@@ -22,6 +22,7 @@ row keeps every run's eager time.
 from __future__ import annotations
 
 import math
+import statistics
 
 from agentkern.helpers import one_line
 
@@ -39,6 +40,14 @@ def measure_baseline(path, target: str, size: str | None):
         return compile_baseline(path, target, EvalOptions(size=size))
     except Exception as exc:  # noqa: BLE001 - a broken problem must not end the suite
         return one_line(f"torch.compile baseline failed: {type(exc).__name__}: {exc}")
+
+
+def eager_median(candidates: list[dict], confirmation: dict | None) -> float | None:
+    """The gauge: eager's median time over an optimisation run's evaluations, beside each correct candidate
+    (its trace store records) and each re-timing (the confirmation's rows)."""
+    times = [c["reference_ms"] for c in candidates if c["correct"] and c.get("reference_ms")]
+    times += [r["reference_ms"] for r in (confirmation or {}).get("rows", []) if r.get("reference_ms")]
+    return statistics.median(times) if times else None
 
 
 def _usable(base) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import statistics
 import time
 import traceback
 from collections.abc import Callable
@@ -156,7 +155,7 @@ def _fill(row: dict, result: RunResult) -> None:
             speedup_eager=best["speedup"],
             search_speedup_eager=best.get("search_speedup"),
             eager_ms=best.get("reference_ms"),
-            eager_ms_median=_eager_median(candidates, result.get("confirmation")),
+            eager_ms_median=compile_speedup.eager_median(candidates, result.get("confirmation")),
             roofline_fraction=best.get("roofline_fraction"),
             kernel_path=best["path"],
             predicted=bool(best.get("predicted")),
@@ -194,13 +193,6 @@ def _fill(row: dict, result: RunResult) -> None:
                 f"no correct candidate among {len(candidates)}" + (f"; last error: {errors[-1]}" if errors else "")
             ),
         )
-
-
-def _eager_median(candidates: list[dict], confirmation: dict | None) -> float | None:
-    """Eager's median time over the run's evaluations: beside each correct candidate, and each re-timing."""
-    times = [c["reference_ms"] for c in candidates if c["correct"] and c.get("reference_ms")]
-    times += [r["reference_ms"] for r in (confirmation or {}).get("rows", []) if r.get("reference_ms")]
-    return statistics.median(times) if times else None
 
 
 def measure_baseline(ref: ProblemRef, opts: BenchOptions):

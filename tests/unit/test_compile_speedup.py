@@ -3,8 +3,7 @@ whose eager time disagrees with the optimisation run's is measured again, and th
 
 import pytest
 
-from agentkern.bench.compile_speedup import EAGER_AGREEMENT, EXTRA_BASELINES, add_compile
-from agentkern.bench.runner import _eager_median
+from agentkern.bench.compile_speedup import EAGER_AGREEMENT, EXTRA_BASELINES, add_compile, eager_median
 from agentkern.types import EvalResult
 
 
@@ -115,6 +114,6 @@ def test_eagers_median_counts_correct_candidates_and_re_timings():
         {"correct": True, "reference_ms": None},
     ]
     confirmation = {"rows": [{"reference_ms": 1.2}, {"reference_ms": None}]}
-    assert _eager_median(candidates, confirmation) == 1.2
-    assert _eager_median(candidates, None) == 3.0
-    assert _eager_median([], None) is None
+    assert eager_median(candidates, confirmation) == 1.2
+    assert eager_median(candidates, None) == 3.0
+    assert eager_median([], None) is None
