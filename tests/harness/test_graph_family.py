@@ -284,6 +284,47 @@ CASES = [
         "self.c(x)",
         "[torch.randn(2, 3, 17, 70)]",
     ),
+    # pow with the exponents torch computes as products and roots (graph_fuse.POW_SCALAR: one multiply, a
+    # vector form), at special values, and one it computes with pow (the double body); isnan's vector form.
+    (
+        "pow_special_exponents",
+        "pass",
+        "torch.stack([x ** 2, x ** 3, x.abs() ** 0.5, x.abs() ** -0.5, x ** -1, x ** -2, x ** 1.0, x ** 0,"
+        " x.abs() ** 2.5, torch.where(torch.isnan(x * 1.0), torch.zeros_like(x), x * 2.0)])",
+        "[torch.cat([torch.tensor([0.0, -0.0, float('inf'), -float('inf'), float('nan'), 1e-20, -3.0, 1e20]),"
+        " torch.randn(248) * 3]).reshape(2, 128)]",
+    ),
+    # Whole-tensor reductions (one row, fewer than the threads: each row cut among them, over_rows) and a few
+    # long rows: sum, mean, max with a NaN, 1- and 2-norms; the float32 sums' vector path (sum_rows_f32).
+    (
+        "whole_tensor_reductions_split",
+        "pass",
+        "torch.stack([x.sum(), x.mean(), torch.norm(x), torch.norm(x, p=1), torch.linalg.vector_norm(x, dim=(0, 1)),"
+        " (x ** 2).mean(), torch.where(x > 4.2, torch.full_like(x, float('nan')), x).amax(), x.amin(),"
+        " torch.norm(x.reshape(3, -1), dim=1).sum()])",
+        "[torch.randn(301, 300) + 0.25]",
+    ),
+    (
+        "frobenius_rms_normalised",
+        "pass",
+        "x / torch.norm(x, p='fro') + x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
+        "[torch.randn(3, 5, 70, 71)]",
+    ),
+    # float32 scans eight rows at a time, with rows left over (19 = 2 x 8 + 3), and the reverse cumsum's flips
+    (
+        "cumsum_cumprod_row_blocks",
+        "pass",
+        "torch.cumsum(x, dim=1) + torch.cumprod(x * 0.1 + 1.0, dim=1) + torch.cumsum(x.flip(1), 1).flip(1)",
+        "[torch.randn(19, 300)]",
+    ),
+    # flips: the last axis of a contiguous tensor (rows read backwards, with a leading axis flipped as well),
+    # and axes the general copy walks (a leading one alone; the last of a transposed view)
+    (
+        "flips",
+        "pass",
+        "torch.stack([x.flip(-1), x.flip((0, 2)), x.flip(0), x.transpose(1, 2).flip(-1).transpose(1, 2)]) * 2.0",
+        "[torch.randn(3, 50, 50)]",
+    ),
     # 2 x 2 max pooling's vector path: NaN in windows, odd widths (a tail), ceil mode (windows past the edge).
     (
         "max_pool_2x2_nan",

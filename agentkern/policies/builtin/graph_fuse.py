@@ -53,6 +53,7 @@ EW_VEC: dict[str, str] = {
     "eq": "vblend(vcmp<_CMP_EQ_OQ>({x}, {y}), vzero(), vset(1.0f))",
     "ne": "vblend(vcmp<_CMP_NEQ_UQ>({x}, {y}), vzero(), vset(1.0f))",
     "where": "vblend(vcmp<_CMP_EQ_OQ>({x}, vzero()), {y}, {z})",
+    "isnan": "vblend(vcmp<_CMP_UNORD_Q>({x}, {x}), vzero(), vset(1.0f))",
     "log": "v_log({x})",
     "log1p": "v_log1p({x})",
     "reciprocal": "vdiv(vset(1.0f), {x})",
@@ -67,7 +68,22 @@ EW_VEC: dict[str, str] = {
     "batch_norm": "vfmadd({x}, vset(U[{scale}]), vset(U[{shift}]))",
 }
 
-VEC_BOOL = {"gt", "ge", "lt", "le", "eq", "ne"}  # bool results the vector body holds as 1.0 / 0.0
+VEC_BOOL = {"gt", "ge", "lt", "le", "eq", "ne", "isnan"}  # bool results the vector body holds as 1.0 / 0.0
+
+# pow(x, exponent) for the exponents torch's CPU kernel computes without pow (aten/src/ATen/native/cpu/
+# PowKernel.cpp; 0 and 1 in Pow.cpp): (double expression, vector form). A squared difference (MSE, RMSNorm, a
+# GELU's cube) is then one multiply, vectorised, not std::pow in double (~20 ns a value); other exponents keep
+# std::pow and the double body.
+POW_SCALAR: dict[float, tuple[str, str]] = {
+    0.0: ("1.0", "vset(1.0f)"),
+    1.0: ("x", "{x}"),
+    2.0: ("x * x", "vmul({x}, {x})"),
+    3.0: ("x * x * x", "vmul(vmul({x}, {x}), {x})"),
+    0.5: ("std::sqrt(x)", "vsqrt({x})"),
+    -0.5: ("1.0 / std::sqrt(x)", "vdiv(vset(1.0f), vsqrt({x}))"),
+    -1.0: ("1.0 / x", "vdiv(vset(1.0f), {x})"),
+    -2.0: ("1.0 / (x * x)", "vdiv(vset(1.0f), vmul({x}, {x}))"),
+}
 GELU = "aten.gelu.default"  # a helper of its own op by op (its `approximate` picks the expression)
 BATCH_NORM_EVAL = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit_no_training.default"}
 _ROUND = {
@@ -255,11 +271,15 @@ def _group(index: int, members: list[str], by_name: dict, item0: dict) -> dict:
             names, expr = ["x", "mean", "var", "w", "bias"], "(x - mean) * (1.0 / std::sqrt(var + a)) * w + bias"
         else:
             names, expr = ["x", "y", "z"], EW[ew][1]
+        special = POW_SCALAR.get(letters["a"]) if ew == "pow_scalar" else None
+        if special:
+            expr = special[0]
         bindings = " ".join(f"const double {n} = {v};" for n, v in zip(names, values))
         bindings += "".join(f" const double {k} = p[{i}];" for k, i in slots.items())
         dtype = _dtype(node, by_name)
         scalar_lines.append(f"double t{j}; {{ {bindings} t{j} = {_ROUND[dtype].format(e=expr)}; }}")
-        if ew not in EW_VEC or not (dtype == "float32" or (dtype == "bool" and ew in VEC_BOOL)):
+        vector_form = special[1] if special else EW_VEC.get(ew)
+        if vector_form is None or not (dtype == "float32" or (dtype == "bool" and ew in VEC_BOOL)):
             vectorizable = False
             continue
         fields = dict(zip(names, vvalues)) | {k: f"vset((float)p[{i}])" for k, i in slots.items()}
@@ -270,7 +290,7 @@ def _group(index: int, members: list[str], by_name: dict, item0: dict) -> dict:
                 f"{{ const double s = {w} / std::sqrt({var} + p[{slots['a']}]); U[{fields['scale']}] = (float)s; "
                 f"U[{fields['shift']}] = (float)({bias} - {mean} * s); }}"
             )
-        vector_lines.append(f"const vf t{j} = {EW_VEC[ew].format(**fields)};")
+        vector_lines.append(f"const vf t{j} = {vector_form.format(**fields)};")
     last = f"return t{len(members) - 1};"
     return {
         "index": index,
