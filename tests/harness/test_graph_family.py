@@ -317,6 +317,23 @@ CASES = [
         "torch.cumsum(x, dim=1) + torch.cumprod(x * 0.1 + 1.0, dim=1) + torch.cumsum(x.flip(1), 1).flip(1)",
         "[torch.randn(19, 300)]",
     ),
+    # argmax / argmin over a dim that is not the last, read in place 64 columns at a time (a tail of 6): ties
+    # (the first index wins) and NaNs (the first NaN's index), as values and as max/min's indices
+    (
+        "arg_reductions_middle_dim",
+        "pass",
+        "(lambda r: torch.cat([torch.argmax(r, 1), torch.argmin(r, 1), torch.max(r, 1).indices, torch.argmin(r, 0)])"
+        ".float())(torch.where(x > 2.2, torch.full_like(x, float('nan')), torch.round(x * 2.0)))",
+        "[torch.randn(3, 7, 70)]",
+    ),
+    # bool leaves in the vector body (bytes read as 1.0 / 0.0): a full-shape mask with a 16-lane tail (70 wide),
+    # one row of it broadcast along the rows, a 0-d one, and torch.where over a bool condition
+    (
+        "bool_leaves",
+        "pass",
+        "torch.cumsum(x * y, dim=1) + x * y[:1] + torch.where(y, x, -x) + x * z",
+        "[torch.randn(9, 70), torch.randn(9, 70) > 0, torch.tensor(True)]",
+    ),
     # flips: the last axis of a contiguous tensor (rows read backwards, with a leading axis flipped as well),
     # and axes the general copy walks (a leading one alone; the last of a transposed view)
     (
@@ -392,10 +409,32 @@ def _spec(path, module):
 
 @pytest.mark.parametrize("name, init, forward, inputs", CASES, ids=[c[0] for c in CASES])
 def test_a_graph_no_template_covers_is_rendered_and_computes_the_reference(tmp_path, name, init, forward, inputs):
+    _renders_the_reference(tmp_path, name, init, forward, inputs, {})
+
+
+# The cases whose kernels differ between the vector widths (vecmath.h.j2's two halves), at the AVX2 one too
+# (the host's own width is the default above).
+AVX2_CASES = [
+    "bool_leaves",
+    "pow_special_exponents",
+    "whole_tensor_reductions_split",
+    "vector_math_special_values",
+    "max_pool_2x2_nan",
+    "layer_norm_long_offset",
+]
+
+
+@pytest.mark.parametrize("name", AVX2_CASES)
+def test_the_avx2_kernels_compute_the_reference(tmp_path, name):
+    (case,) = [c for c in CASES if c[0] == name]
+    _renders_the_reference(tmp_path, *case, {"simd": "avx2"})
+
+
+def _renders_the_reference(tmp_path, name, init, forward, inputs, params):
     path, module = _module(tmp_path, name, init, forward, inputs)
     model, example, spec = _spec(path, module)
     rendered = tmp_path / f"{name}_graph.py"
-    rendered.write_text(templates.render(spec, {}, "cpp"))
+    rendered.write_text(templates.render(spec, params, "cpp"))
     loaded = importlib.util.spec_from_file_location(f"{name}_graph", rendered)
     solution = importlib.util.module_from_spec(loaded)
     loaded.loader.exec_module(solution)
