@@ -252,6 +252,50 @@ CASES = [
         "[torch.randn(2, 3, 4, 5, 6)]",
     ),
     (
+        # stride 5 over a 3-tap kernel: phases no tap reaches (the bias alone); stride 2 and dilation 2: taps
+        # that reach every other phase only; the ReLU finished on the interleaved planes
+        "conv_transpose_phases_dilated",
+        "self.c = nn.ConvTranspose2d(4, 6, 3, stride=(5, 2), padding=(1, 3), dilation=2, groups=2)",
+        "torch.relu(self.c(x))",
+        "[torch.randn(2, 4, 5, 7)]",
+    ),
+    (
+        # padding past the kernel's reach: its one phase starts inside x (a negative padding)
+        "conv_transpose1d_cropped",
+        "self.c = nn.ConvTranspose1d(3, 5, 3, padding=3, dilation=1)",
+        "self.c(x)",
+        "[torch.randn(2, 3, 11)]",
+    ),
+    (
+        # one input channel a group (the depthwise kernel): two output channels each, padded, dilated, rows of
+        # 4 vectors, one vector and a masked tail at both widths; the ReLU finished per plane
+        "depthwise_multiplier_padded",
+        "self.c = nn.Conv2d(3, 6, (3, 4), padding=(2, 1), dilation=(1, 2), groups=3)",
+        "torch.relu(self.c(x))",
+        "[torch.randn(2, 3, 6, 90)]",
+    ),
+    (
+        # a depthwise transposed convolution: its stride phases run the depthwise kernel, starting inside x
+        "depthwise_transposed_strided",
+        "self.c = nn.ConvTranspose3d(4, 4, (2, 3, 3), stride=(1, 2, 3), padding=(1, 1, 2), groups=4, bias=False)",
+        "self.c(x)",
+        "[torch.randn(2, 4, 3, 5, 21)]",
+    ),
+    (
+        # rows wide enough for the implicit GEMM's direct panels (read from the framed input in place of packing)
+        "conv_wide_rows_direct",
+        "self.c = nn.Conv2d(5, 7, 3, padding=1)",
+        "self.c(x)",
+        "[torch.randn(2, 5, 4, 40)]",
+    ),
+    (
+        # wide stride phases on direct panels, one of them starting inside x (its padding -1)
+        "conv_transpose_wide_phases",
+        "self.c = nn.ConvTranspose2d(3, 4, 5, stride=2, padding=4)",
+        "self.c(x)",
+        "[torch.randn(2, 3, 5, 40)]",
+    ),
+    (
         "conv_transpose1d_cut",
         "self.c = nn.ConvTranspose1d(4, 6, 3, stride=3, padding=3, output_padding=2, groups=2)",
         "self.c(x)",
@@ -415,6 +459,7 @@ def test_a_graph_no_template_covers_is_rendered_and_computes_the_reference(tmp_p
 # The cases whose kernels differ between the vector widths (vecmath.h.j2's two halves), at the AVX2 one too
 # (the host's own width is the default above).
 AVX2_CASES = [
+    "depthwise_multiplier_padded",
     "bool_leaves",
     "pow_special_exponents",
     "whole_tensor_reductions_split",
