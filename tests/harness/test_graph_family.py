@@ -296,6 +296,23 @@ CASES = [
         "[torch.randn(2, 3, 5, 40)]",
     ),
     (
+        # a loss: its difference read by four members (one group), the group summed as it is computed (its mean
+        # the only reader), the whole tensor cut among the threads, masked at the tail
+        "loss_summed_in_one_pass",
+        "pass",
+        "F.smooth_l1_loss(x, y) + F.kl_div(torch.log(x.abs() + 1), y.abs(), reduction='batchmean')",
+        "[torch.randn(300, 301), torch.randn(300, 301)]",
+    ),
+    (
+        # a row sum of a group with a bool leaf (bytes); a mean over a leading dim, and a broadcast leaf: the
+        # group stored, then reduced
+        "group_sums_by_rows_and_not",
+        "pass",
+        "torch.sum(torch.where(z, (x - y) ** 2, x.abs()), dim=-1, keepdim=True) + "
+        "torch.mean(F.silu(x) * y[0], dim=0).sum()",
+        "[torch.randn(5, 37), torch.randn(5, 37), torch.randn(5, 37) > 0]",
+    ),
+    (
         "conv_transpose1d_cut",
         "self.c = nn.ConvTranspose1d(4, 6, 3, stride=3, padding=3, output_padding=2, groups=2)",
         "self.c(x)",

@@ -42,7 +42,7 @@ def test_a_chain_is_one_group_with_its_scalars_rounded_to_float32():
     ]  # the members before the root compute nothing of their own
 
 
-def test_a_value_read_twice_or_returned_is_not_fused_into_its_reader_and_lone_ops_are_groups_of_one():
+def test_a_value_read_only_inside_one_group_joins_it_and_one_read_outside_or_returned_does_not():
     twice = _plan(
         [
             _node("e", "aten.exp.default", _ref("x")),
@@ -50,7 +50,40 @@ def test_a_value_read_twice_or_returned_is_not_fused_into_its_reader_and_lone_op
         ],
         ["m"],
     )
-    assert [g["members"] for g in _groups(twice)] == [["e"], ["m"]]  # each op its own pass
+    (group,) = _groups(twice)
+    assert group["members"] == ["e", "m"] and "vmul(t0, t0)" in "".join(group["vector"])
+    # a Huber loss's difference, read by four members, two of them through groups that join first
+    huber = _plan(
+        [
+            _node("d", "aten.sub.Tensor", _ref("x"), _ref("y")),
+            _node("a", "aten.abs.default", _ref("d")),
+            _node("lt", "aten.lt.Scalar", _ref("a"), 1.0, dtype="bool"),
+            _node("sq", "aten.mul.Tensor", _ref("d"), _ref("d")),
+            _node("h", "aten.mul.Tensor", _ref("sq"), 0.5),
+            _node("l", "aten.sub.Tensor", _ref("a"), 0.5),
+            _node("wh", "aten.where.self", _ref("lt"), _ref("h"), _ref("l")),
+            _node("s", "aten.sum.default", _ref("wh")),
+        ],
+        ["s"],
+    )
+    (group,) = _groups(huber)
+    assert group["members"] == ["d", "a", "lt", "sq", "h", "l", "wh"] and group["leaves"] == [
+        [_ref("x"), False],
+        [_ref("y"), False],
+    ]
+    assert group["vector"] is not None and group["reduced"] == "s"  # its sum, the only reader, computes it
+    (line,) = context({"attrs": {"graph": huber}})["lines"]
+    assert line.startswith("s = _fused_sum(0, [(x, False), (y, False)], [") and line.endswith("], False)")
+    # read by a reduction as well: the difference is stored, and its readers form a group without it
+    outside = _plan(
+        [
+            _node("d", "aten.sub.Tensor", _ref("x"), _ref("y")),
+            _node("q", "aten.mul.Tensor", _ref("d"), _ref("d")),
+            _node("s", "aten.sum.default", _ref("d")),
+        ],
+        ["q", "s"],
+    )
+    assert [(g["members"], g["reduced"]) for g in _groups(outside)] == [(["d"], None), (["q"], None)]
     returned = _plan(
         [
             _node("e", "aten.exp.default", _ref("x")),

@@ -190,6 +190,7 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
         for ref in refs([node.get("args", []), node.get("kwargs", {})]):
             readers.setdefault(ref, set()).add(node["name"])
     outputs = set(refs(plan["outputs"]))
+    _merge_read_within(group_of, readers, outputs, by_name, item0, order)
     seen, result = set(), []
     for node in plan["nodes"]:
         members = group_of.get(node["name"])
@@ -198,8 +199,34 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
         seen.add(id(members))
         group = _group(len(result), members, by_name, item0)
         group["conv"] = _epilogue_of(group, by_name, readers, outputs)
+        group["reduced"] = _reduced_by(group, by_name, readers, outputs)
         result.append(group)
     return result
+
+
+def _merge_read_within(group_of: dict, readers: dict, outputs: set, by_name: dict, item0: dict, order: dict):
+    """A group whose result only one other group reads (`d = x - y; where(|d| < 1, d * d / 2, |d| - 0.5)`, a
+    Huber loss's difference read four times) joins it: the reads become the member's register, not a
+    temporary written and read back. Repeated until no group joins another (each join may enable the next)."""
+    joined = True
+    while joined:
+        joined = False
+        for source in list(dict.fromkeys(id(g) for g in group_of.values())):
+            members = next(g for g in group_of.values() if id(g) == source)
+            root = members[-1]
+            targets = {id(group_of.get(r)) for r in readers.get(root, ())}
+            if root in outputs or by_name[root]["op"] in BATCH_NORM_EVAL or len(targets) != 1:
+                continue
+            reader = group_of.get(next(iter(readers[root])))
+            if reader is None or reader is members:
+                continue
+            merged = sorted(members + reader, key=order.__getitem__)
+            if len(_leaves(merged, by_name, item0)) > MAX_LEAVES:
+                continue
+            for m in merged:
+                group_of[m] = merged
+            joined = True
+            break
 
 
 def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> str | None:
@@ -215,6 +242,26 @@ def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> str
         if node["name"] not in outputs and readers.get(node["name"], set()) <= set(group["members"]):
             return node["name"]
     return None
+
+
+# Sums and means a fused group's kernel can compute as it goes (kernels.cpp.j2, fused_<k>_sum_rows): op -> mean.
+SUMMED = {"aten.sum.default": False, "aten.sum.dim_IntList": False, "aten.mean.default": True, "aten.mean.dim": True}
+
+
+def _reduced_by(group: dict, by_name: dict, readers: dict, outputs: set) -> str | None:
+    """The float32 sum or mean that is the only reader of this group's result (a loss's mean of its
+    elementwise terms), which then computes the group as it sums, never storing it; None if there is none.
+    The group float32 with a vector body, no channel leaves and no convolution finishing it."""
+    if group["vector"] is None or group["dtype"] != "float32" or group["conv"] or group["tuple"]:
+        return None
+    root = group["root"]
+    if root in outputs or any(channel for _, channel in group["leaves"]) or len(readers.get(root, ())) != 1:
+        return None
+    node = by_name[next(iter(readers[root]))]
+    dtype = node.get("kwargs", {}).get("dtype")
+    if node["op"] not in SUMMED or node.get("dtype") != "float32" or dtype not in (None, {"dtype": "float32"}):
+        return None
+    return node["name"] if node["args"][0] == {"ref": root} else None
 
 
 def _reads(name: str, by_name: dict, item0: dict, inside: set[str]):

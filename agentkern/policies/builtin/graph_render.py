@@ -137,17 +137,27 @@ def _conv_epilogue_line(group: dict, conv: dict) -> str:
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
 
 
+def _fused_sum_line(group: dict, node: dict) -> str:
+    """The sum or mean that computes a fused group as it sums it (graph_fuse._reduced_by), at its own node."""
+    leaves = ", ".join(f"({source(value)}, {channel})" for value, channel in group["leaves"])
+    rest = [source(a) for a in node.get("args", [])[1:]]
+    rest += [f"{k}={source(v)}" for k, v in node.get("kwargs", {}).items()]
+    head = [str(group["index"]), f"[{leaves}]", f"[{_numbers(group['params'])}]", str(graph_fuse.SUMMED[node["op"]])]
+    return f"{node['name']} = _fused_sum({', '.join(head + rest)})"
+
+
 def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
     """Node name -> its statement where fusion changes it: a group's root computes the group (or the
     convolution it finishes does, there), its other members (and a getitem reading one) compute nothing."""
     members = {m: g for g in fused for m in g["members"]}
     by_name = {n["name"]: n for n in plan["nodes"]}
     changed: dict[str, str | None] = {g["conv"]: None for g in fused if g["conv"]}
+    changed |= {g["reduced"]: _fused_sum_line(g, by_name[g["reduced"]]) for g in fused if g["reduced"]}
     for node in plan["nodes"]:
         name = node["name"]
         if name in members:
             group = members[name]
-            if group["root"] != name:
+            if group["root"] != name or group["reduced"]:
                 changed[name] = None
             elif group["conv"]:
                 changed[name] = _conv_epilogue_line(group, by_name[group["conv"]])
