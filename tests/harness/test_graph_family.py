@@ -282,7 +282,7 @@ CASES = [
         "[torch.randn(2, 4, 3, 5, 21)]",
     ),
     (
-        # rows wide enough for the implicit GEMM's direct panels (read from the framed input in place of packing)
+        # the implicit GEMM's direct panels (read from the framed input in place of packing), rows over a panel wide
         "conv_wide_rows_direct",
         "self.c = nn.Conv2d(5, 7, 3, padding=1)",
         "self.c(x)",
