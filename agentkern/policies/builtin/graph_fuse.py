@@ -211,8 +211,7 @@ def _merge_read_within(group_of: dict, readers: dict, outputs: set, by_name: dic
     joined = True
     while joined:
         joined = False
-        for source in list(dict.fromkeys(id(g) for g in group_of.values())):
-            members = next(g for g in group_of.values() if id(g) == source)
+        for members in list({id(g): g for g in group_of.values()}.values()):
             root = members[-1]
             targets = {id(group_of.get(r)) for r in readers.get(root, ())}
             if root in outputs or by_name[root]["op"] in BATCH_NORM_EVAL or len(targets) != 1:
