@@ -95,6 +95,9 @@ class EvalOptions:
     output_limit_mb: float = 1024.0
     threads: int | None = None  # None: all cores; the reference and the kernel get the same count
     check_timing: bool = True
+    # Measurements at most while other programs keep the host's CPUs busy (harness/host_load.py): each one after
+    # the first waits a little first; the quietest is kept and flagged if still busy. 1: measured once, flagged.
+    busy_host_attempts: int = 3
     # Problem size (agentkern/sizes.py): "cpu" or "gpu" picks the problem's SIZES entry; None: the target
     # picks ("cpu" on a CPU, "gpu" on a GPU that is present, "cpu" for a GPU that is not).
     size: str | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from agentkern.harness import host_load
 from agentkern.traces.describe import remeasure_line
 from agentkern.types import EvalResult
 
@@ -64,6 +65,9 @@ def print_eval(console: Console, result: EvalResult) -> None:
             highlight=False,
         )
         console.print(f"  [bold]speedup {result.speedup:.2f}x[/]", highlight=False)
+        load_note = host_load.note(timing.get("host_load"))
+        if load_note:
+            console.print(f"  [yellow]{load_note}[/]", highlight=False)
     if result.roofline_fraction is not None:
         console.print(
             f"  roofline: {result.roofline_fraction:.1%} of the {d.get('bound', '?')}-bound limit "

@@ -3,7 +3,17 @@ problem that declares SIZES (KernelBench's layout plus agentkern's per-target si
 
 
 def row(
-    name, status="ok", eager=None, compile_=None, n=0, c=0, speedups=(), factor=None, predicted=False, suspicious=0
+    name,
+    status="ok",
+    eager=None,
+    compile_=None,
+    n=0,
+    c=0,
+    speedups=(),
+    factor=None,
+    predicted=False,
+    suspicious=0,
+    busy=0,
 ):
     return {
         "name": name,
@@ -16,6 +26,7 @@ def row(
         "candidates": n,
         "correct_candidates": c,
         "suspicious_candidates": suspicious,
+        "busy_host_timings": busy,
         "candidate_speedups": list(speedups),
         "run_id": None,
         "compile_factor": factor,

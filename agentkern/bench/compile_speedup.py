@@ -88,6 +88,8 @@ def add_compile(row: dict, base, remeasure) -> None:
             f"{eager_ms:.3g} ms beside the candidates (median): speedup_compile is bridged through eager times that "
             "differ"
         )
+    if ((base.details.get("timing") or {}).get("host_load") or {}).get("disturbed"):
+        row["busy_host_timings"] = row.get("busy_host_timings", 0) + 1
     row["compile_factor"] = base.kernel_ms / base.reference_ms
     row["compile_ms"], row["eager_ms_in_baseline"] = base.kernel_ms, base.reference_ms
     row["compile_runs"] = len(runs)

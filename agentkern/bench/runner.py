@@ -7,6 +7,7 @@ reason, and the next problem runs. Candidates are sandboxed by the harness as in
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -63,6 +64,7 @@ def empty_row(ref: ProblemRef) -> dict:
         "candidates": 0,
         "correct_candidates": 0,
         "suspicious_candidates": 0,
+        "busy_host_timings": 0,  # timings still disturbed by other programs after their attempts (harness/host_load.py)
         "candidate_speedups": [],
         "run_id": None,
         "predicted": False,
@@ -146,6 +148,8 @@ def _fill(row: dict, result: RunResult) -> None:
         size=result.get("size"),
         correct_candidates=sum(1 for c in candidates if c["correct"]),
         suspicious_candidates=sum(1 for c in candidates if c["status"] == "suspicious"),
+        busy_host_timings=sum(1 for c in candidates if _busy_host(c.get("timing")))
+        + sum(1 for r in (result.get("confirmation") or {}).get("rows", []) if r.get("busy_host")),
         candidate_speedups=[c["speedup"] if c["correct"] else None for c in candidates],
         stopped_because=result.get("stopped_because"),
     )
@@ -193,6 +197,15 @@ def _fill(row: dict, result: RunResult) -> None:
                 f"no correct candidate among {len(candidates)}" + (f"; last error: {errors[-1]}" if errors else "")
             ),
         )
+
+
+def _busy_host(stored_timing: str | None) -> bool:
+    """Whether a stored timing (the run store's JSON) was taken on a host other programs kept busy."""
+    try:
+        stats = (json.loads(stored_timing or "null") or {}).get("timing") or {}
+    except (ValueError, AttributeError):
+        return False
+    return bool((stats.get("host_load") or {}).get("disturbed"))
 
 
 def measure_baseline(ref: ProblemRef, opts: BenchOptions):

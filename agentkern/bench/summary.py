@@ -24,6 +24,7 @@ ROW_KEYS = (
     "candidates",
     "correct_candidates",
     "suspicious_candidates",
+    "busy_host_timings",
     "run_id",
 )
 
@@ -74,7 +75,13 @@ def progress_line(i: int, total: int, row: dict) -> str:
         head += " " + ", ".join(parts)
     elif row.get("reason"):
         head += f": {row['reason']}"
-    return head + f" ({row['candidates']} candidates, {row.get('wall_s') or 0:.0f} s)"
+    busy = row.get("busy_host_timings") or 0
+    return (
+        head
+        + f" ({row['candidates']} candidates, {row.get('wall_s') or 0:.0f} s"
+        + (f"; {busy} timed on a busy host" if busy else "")
+        + ")"
+    )
 
 
 def _suspicious(row: dict) -> str:
@@ -113,4 +120,12 @@ def markdown(report: dict) -> str:
     ]
     if report.get("predicted"):
         lines += ["", "* predicted by the cost model, not measured: the target GPU was not on this machine."]
+    busy = {r["name"]: r["busy_host_timings"] for r in report["problems"] if r.get("busy_host_timings")}
+    if busy:
+        lines += [
+            "",
+            f"Timed while other programs kept the host busy, even after the judge's attempts: {sum(busy.values())} "
+            f"timings, in {', '.join(f'{name} ({n})' for name, n in busy.items())}. Their speedups are the machine's as "
+            "much as the kernels'; run those problems again on a quiet machine (`--only NAME`).",
+        ]
     return "\n".join(lines) + "\n"

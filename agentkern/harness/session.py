@@ -242,21 +242,27 @@ class EvalSession:
         from agentkern.harness.timing import measure_blocks
 
         trials = TrialInputs(self.problem, self.req["seeds"][:4])
-        timing = measure_blocks(
-            self.sides["reference"],
-            self.sides["candidate"],
-            trials.timing_inputs(self.req["timing_seed"]),
-            self._tolerance,
-            self._explain_mismatch,
-            self._out0,
-            mode=self.opts["mode"],
-            time_budget_s=self.opts["time_budget_s"],
-            min_calls=self.opts["min_timed_calls"],
-            max_calls=self.opts["max_timed_calls"],
-            flush_bytes=self.req["flush_bytes"],
-            seed=self.req["timing_seed"],
-            device=self.device,
-        )
+
+        def measured() -> dict:
+            return measure_blocks(
+                self.sides["reference"],
+                self.sides["candidate"],
+                trials.timing_inputs(self.req["timing_seed"]),
+                self._tolerance,
+                self._explain_mismatch,
+                self._out0,
+                mode=self.opts["mode"],
+                time_budget_s=self.opts["time_budget_s"],
+                min_calls=self.opts["min_timed_calls"],
+                max_calls=self.opts["max_timed_calls"],
+                flush_bytes=self.req["flush_bytes"],
+                seed=self.req["timing_seed"],
+                device=self.device,
+            )
+
+        # A GPU's times hardly depend on the host's cores: watched there, measured once.
+        attempts = self.opts.get("busy_host_attempts", 1) if self.device.type == "cpu" else 1
+        timing = timed_on_a_quiet_host(measured, attempts, enter_phase=self.phase.enter)
         self.sides["candidate"].check_native()
         return timing
 
@@ -344,6 +350,29 @@ class EvalSession:
     def _rejected(self, rej: Rejected) -> dict:
         self.details["rejected_because"] = rej.code
         return {"status": "rejected", "correct": False, "error": f"{rej.code}: {rej.message}", "details": self.details}
+
+
+def timed_on_a_quiet_host(measured, attempts: int, enter_phase=None) -> dict:
+    """measured() while host_load watches, taken again (`attempts` at most) while other programs kept the host
+    busy, the quietest attempt kept. Each attempt after the first is a phase of its own (`enter_phase`), so the
+    run limit applies to each."""
+    from agentkern.harness import host_load
+
+    taken: list[tuple[dict, dict]] = []
+    for attempt in range(max(1, attempts)):
+        if attempt:
+            if enter_phase is not None:
+                enter_phase(f"timing, attempt {attempt + 1} (the host was busy)")
+            time.sleep(host_load.WAIT_BETWEEN_S[min(attempt, len(host_load.WAIT_BETWEEN_S)) - 1])
+        with host_load.watch() as watched:
+            timing = measured()
+        taken.append((timing, watched.result()))
+        if not taken[-1][1].get("disturbed"):
+            break
+    kept = min(range(len(taken)), key=lambda i: taken[i][1].get("busy_share", 0.0))
+    timing = taken[kept][0]
+    timing["host_load"] = host_load.summary([load for _, load in taken], kept)
+    return timing
 
 
 def evaluate_request(request: dict, phase) -> dict:

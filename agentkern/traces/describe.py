@@ -3,6 +3,7 @@ views and the HTML report so both say the same thing the same way."""
 
 from __future__ import annotations
 
+from agentkern.harness import host_load
 from agentkern.types import BestKernel, CandidateRecord, StoredCandidate
 
 # A kernel whose mean time is more than this many times its median had outliers while it was timed (another
@@ -11,20 +12,25 @@ NOISY_MEAN_OVER_MEDIAN = 1.5
 
 
 def noise_note(candidate: StoredCandidate | None) -> str | None:
-    """ "noisy timing: ..." when a side's mean time exceeds NOISY_MEAN_OVER_MEDIAN times its median, else None."""
+    """ "noisy timing: ..." when a side's mean time exceeds NOISY_MEAN_OVER_MEDIAN times its median, and what
+    the host's load says (harness/host_load.py: busy while timed, or timed again), else None."""
     stats = ((candidate or {}).get("timing") or {}).get("timing") or {}
     ratios = {}
     for side in ("kernel", "reference"):
         s = stats.get(side) or {}
         if s.get("median_ms") and s.get("mean_ms") and s["mean_ms"] > NOISY_MEAN_OVER_MEDIAN * s["median_ms"]:
             ratios[side] = s["mean_ms"] / s["median_ms"]
-    if not ratios:
-        return None
-    what = ", ".join(f"the {side}'s mean time is {ratio:.1f}x its median" for side, ratio in ratios.items())
-    return (
-        f"noisy timing: {what} (flagged above {NOISY_MEAN_OVER_MEDIAN:g}x): outliers while timing; "
-        "re-time it on a quiet machine (agentkern eval)"
-    )
+    notes = []
+    if ratios:
+        what = ", ".join(f"the {side}'s mean time is {ratio:.1f}x its median" for side, ratio in ratios.items())
+        notes.append(
+            f"noisy timing: {what} (flagged above {NOISY_MEAN_OVER_MEDIAN:g}x): outliers while timing; "
+            "re-time it on a quiet machine (agentkern eval)"
+        )
+    load_note = host_load.note(stats.get("host_load"))
+    if load_note:
+        notes.append(load_note)
+    return "; ".join(notes) or None
 
 
 def beats_reference(best: CandidateRecord | BestKernel | None) -> bool:
@@ -95,6 +101,8 @@ def timing_lines(candidate: StoredCandidate) -> list[str]:
             )
     if noise_note(candidate):
         lines.append(noise_note(candidate))
+    if host_load.line(stats.get("host_load")):
+        lines.append(host_load.line(stats.get("host_load")))
     if stats.get("mode"):
         lines.append(f"mode: {stats['mode']}")
     if stats.get("unavailable"):

@@ -103,3 +103,41 @@ def test_result_is_json_serialisable(tmp_path):
     honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise="0.0"))
     result = evaluate("relu", honest, "cpu", fast_options())
     assert json.loads(json.dumps(result.to_json()))["status"] == "ok"
+
+
+def _spinners_outside_the_judges_tree(seconds: float) -> list[int]:
+    """One busy process per core, orphaned at once (their parent exits): other programs, to the judge."""
+    import subprocess
+
+    spin = f"import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass\n"
+    script = (
+        f"import subprocess, sys\nfor _ in range({os.cpu_count() or 1}):\n"
+        f"    p = subprocess.Popen([sys.executable, '-c', {spin!r}], stdout=subprocess.DEVNULL, "
+        "stderr=subprocess.DEVNULL)\n    print(p.pid, flush=True)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    return [int(pid) for pid in out.split()]
+
+
+def test_a_measurement_on_a_host_other_programs_keep_busy_is_taken_again_and_flagged(tmp_path):
+    # harness/host_load.py: the judge's own tree (both runners) is its work; anything else is the host's load.
+    from agentkern.harness import host_load
+
+    honest = write(tmp_path, "relu.py", HONEST_RELU.format(noise="0.0"))
+    quiet = evaluate("relu", honest, "cpu", fast_options())
+    assert quiet.status == "ok", quiet.error
+    assert set(quiet.details["timing"]["host_load"]) >= {"others_share", "steal_share", "busy_share", "disturbed"}
+    spinners = _spinners_outside_the_judges_tree(120)
+    try:
+        busy = evaluate("relu", honest, "cpu", fast_options(busy_host_attempts=3))
+    finally:
+        for pid in spinners:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+    assert busy.status == "ok", busy.error
+    load = busy.details["timing"]["host_load"]
+    assert load["disturbed"] and len(load["attempts"]) == 3, load
+    assert all(share > host_load.DISTURBED_SHARE for share in load["attempts"])
+    assert host_load.note(load).startswith("busy host")

@@ -95,6 +95,9 @@ def _row(candidate: dict, verdict: dict) -> dict:
         "reference_ms": verdict.get("reference_ms") if ok else None,
         "roofline_fraction": verdict.get("roofline_fraction") if ok else None,
         "error": None if ok else verdict.get("error"),
+        # timed while other programs kept the host busy, even after the judge's attempts (harness/host_load.py)
+        "busy_host": ok
+        and bool((((verdict.get("details") or {}).get("timing") or {}).get("host_load") or {}).get("disturbed")),
     }
 
 
@@ -103,6 +106,8 @@ def summary(confirmation: dict) -> str:
     parts = []
     for r in confirmation["rows"]:
         again = f"{r['speedup']:.2f}x" if r["speedup"] is not None else f"{r['status']} ({r['error'] or 'no time'})"
-        parts.append(f"{r['candidate']} {r['search_speedup']:.2f}x -> {again}")
+        parts.append(
+            f"{r['candidate']} {r['search_speedup']:.2f}x -> {again}" + (" (busy host)" if r.get("busy_host") else "")
+        )
     won = confirmation["winner"] or "none held up"
     return f"timed again for {confirmation['budget_s']:g} s: {'; '.join(parts)}; winner {won}"
