@@ -61,17 +61,54 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def tree_jiffies(root: int) -> int:
-    """CPU clock ticks of `root` and every process under it."""
-    total, todo, seen = 0, [root], set()
+def tree_pids(root: int) -> set[int]:
+    """`root` and every process under it."""
+    todo, seen = [root], set()
     while todo:
         pid = todo.pop()
-        if pid in seen:
+        if pid not in seen:
+            seen.add(pid)
+            todo += _children(pid)
+    return seen
+
+
+def tree_jiffies(root: int) -> int:
+    """CPU clock ticks of `root` and every process under it."""
+    return sum(_process_jiffies(pid) for pid in tree_pids(root))
+
+
+def _processes() -> dict[int, tuple[str, int]]:
+    """Every process this judge can see: pid -> (its command name, its own CPU clock ticks: not its reaped
+    children's, which would charge a parent with a whole child's life when it reaps it inside the window)."""
+    found = {}
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return found
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                head, _, rest = f.read().rpartition(b")")
+            found[int(name)] = (
+                head.split(b"(", 1)[1].decode(errors="replace"),
+                sum(int(v) for v in rest.split()[11:13]),
+            )
+        except (OSError, IndexError, ValueError):
             continue
-        seen.add(pid)
-        total += _process_jiffies(pid)
-        todo += _children(pid)
-    return total
+    return found
+
+
+def _top_others(before: dict, after: dict, own: set[int], total: int, top: int = 3) -> list[dict]:
+    """The busiest processes outside the judge's tree over the window, as shares of all the cores' time: a hint
+    of who the load was (a process that started and ended inside the window is not seen)."""
+    grown = []
+    for pid, (name, ticks) in after.items():
+        if pid in own:
+            continue
+        delta = ticks - before[pid][1] if pid in before else ticks  # one that started in the window: all of it
+        if delta > 0 and delta / total >= 0.01:
+            grown.append({"name": name, "pid": pid, "share": round(delta / total, 4)})
+    return sorted(grown, key=lambda p: -p["share"])[:top]
 
 
 class Watch:
@@ -79,17 +116,22 @@ class Watch:
 
     def __init__(self, root: int) -> None:
         self.root = root
+        self.processes_start = _processes()
         self.start = _system_jiffies()
         self.own_start = tree_jiffies(root) if self.start else 0
         self.wall_start = time.perf_counter()
         self.end: tuple[int, int, int] | None = None
         self.own_end = 0
         self.wall_s = 0.0
+        self.top_others: list[dict] = []
 
     def stop(self) -> None:
         self.wall_s = time.perf_counter() - self.wall_start
         self.own_end = tree_jiffies(self.root) if self.start else 0
         self.end = _system_jiffies()
+        if self.start and self.end and self.end[2] > self.start[2]:
+            total = self.end[2] - self.start[2]
+            self.top_others = _top_others(self.processes_start, _processes(), tree_pids(self.root), total)
 
     def result(self) -> dict:
         """{"others_share", "steal_share", "busy_share", "disturbed", "wall_s"}, or {"unavailable": why}."""
@@ -105,6 +147,7 @@ class Watch:
             "steal_share": round(stolen, 4),
             "busy_share": round(others + stolen, 4),
             "disturbed": others + stolen > DISTURBED_SHARE,
+            "top_others": self.top_others,
             "wall_s": round(self.wall_s, 3),
         }
 
@@ -138,6 +181,7 @@ def note(load: dict | None) -> str | None:
     if load.get("disturbed"):
         return (
             f"busy host: other programs took {load['others_share']:.0%} of the CPUs"
+            + (f" ({who(load)})" if who(load) else "")
             + (f" and the hypervisor {load['steal_share']:.0%}" if load.get("steal_share") else "")
             + f" while timed ({len(shares)} measurement{'s' if len(shares) > 1 else ''}, busy {tried}; taken again above "
             f"{DISTURBED_SHARE:.0%}): the times are the machine's as much as the kernel's; re-time it on a quiet machine"
@@ -145,6 +189,11 @@ def note(load: dict | None) -> str | None:
     if len(shares) > 1:
         return f"timed again: the host was busy (others' share of the CPUs {tried}); the quiet measurement #{load['kept_attempt']} is the one kept"
     return None
+
+
+def who(load: dict) -> str:
+    """ "g++ 31%, python3 12%": the busiest other processes of a load, "" when none was seen."""
+    return ", ".join(f"{p['name']} {p['share']:.0%}" for p in load.get("top_others") or [])
 
 
 def line(load: dict | None) -> str | None:
@@ -155,5 +204,6 @@ def line(load: dict | None) -> str | None:
         return f"host load: not watched ({load['unavailable']})"
     return (
         f"host load while timed: others {load['others_share']:.1%}, hypervisor {load['steal_share']:.1%} of the CPUs"
+        + (f" ({who(load)})" if who(load) else "")
         + (f" (attempts {', '.join(f'{x:.0%}' for x in load['attempts'])})" if load.get("attempts") else "")
     )

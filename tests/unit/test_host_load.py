@@ -46,6 +46,9 @@ def test_a_program_outside_the_judges_tree_counts_as_others_and_one_under_it_doe
             except ProcessLookupError:
                 pass
     assert others["others_share"] > 0.5 and others["disturbed"], others
+    named = {p["pid"] for p in others["top_others"]}
+    assert named and named <= set(map(int, out.split())), others  # the spinners, by pid, none of the judge's own
+    assert host_load.note(others).startswith("busy host: other programs took") and "python" in host_load.note(others)
 
 
 def test_the_shares_are_the_system_time_less_the_judges_own_over_all_cores_time(monkeypatch):
