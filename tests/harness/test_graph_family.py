@@ -289,6 +289,22 @@ CASES = [
         "[torch.randn(2, 5, 4, 40)]",
     ),
     (
+        # narrow output rows (6 of a 32-column panel): panels over virtual positions oh * W + ow spanning rows,
+        # read from x in place (the last ones copied, clipped at x's end), two K blocks (3 * 105 taps), ten output
+        # channels (a partial row tile), the epilogue over each job's stretch of y
+        "conv_narrow_rows_virtual",
+        "self.c = nn.Conv3d(3, 10, (3, 5, 7))",
+        "F.relu(self.c(x)) - 0.5",
+        "[torch.randn(2, 3, 6, 9, 12)]",
+    ),
+    (
+        # virtual positions over a padded copy, dilated along W; an output plane of 7 rows of 8 (14 of 12 columns)
+        "conv_narrow_rows_virtual_padded",
+        "self.c = nn.Conv2d(4, 9, 3, padding=(1, 2), dilation=(1, 2))",
+        "torch.tanh(self.c(x)) * 2 + 1",
+        "[torch.randn(3, 4, 7, 8)]",
+    ),
+    (
         # wide stride phases on direct panels, one of them starting inside x (its padding -1)
         "conv_transpose_wide_phases",
         "self.c = nn.ConvTranspose2d(3, 4, 5, stride=2, padding=4)",
