@@ -305,6 +305,14 @@ CASES = [
         "[torch.randn(3, 4, 7, 8)]",
     ),
     (
+        # strides past the kernel's reach: phases no tap reaches are the bias, written by the interleave (whole
+        # rows where the phase along H is tapless, single columns where only the one along W is), the epilogue after
+        "conv_transpose_tapless_phases",
+        "self.c = nn.ConvTranspose2d(3, 4, (2, 3), stride=(4, 5), padding=(1, 0), output_padding=(2, 3))",
+        "torch.sigmoid(self.c(x)) * 3",
+        "[torch.randn(2, 3, 5, 7)]",
+    ),
+    (
         # wide stride phases on direct panels, one of them starting inside x (its padding -1)
         "conv_transpose_wide_phases",
         "self.c = nn.ConvTranspose2d(3, 4, 5, stride=2, padding=4)",
