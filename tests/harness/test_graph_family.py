@@ -80,6 +80,25 @@ CASES = [
         "F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False)",
         "[torch.randn(2, 3, 9, 8)]",
     ),
+    (  # rows longer than a block of the running sums (2048), padded windows counted with the padding
+        "avg_pool1d_long_rows",
+        "pass",
+        "F.avg_pool1d(x, 8, 1, 4) * 2",
+        "[torch.randn(2, 3, 4500)]",
+    ),
+    (  # windows that do not overlap (stride 5 = the kernel), cut at the edge by ceil mode, counted without padding
+        "avg_pool2d_strided_ceil",
+        "pass",
+        "F.avg_pool2d(x, 5, ceil_mode=True, padding=2, count_include_pad=False)",
+        "[torch.randn(2, 3, 23, 31)]",
+    ),
+    ("avg_pool3d_divisor", "pass", "F.avg_pool3d(x, 3, 2, 1, divisor_override=5)", "[torch.randn(2, 2, 7, 9, 11)]"),
+    (  # a long dilated 1-D row padded at both ends, its values and its indices (the first largest of each window)
+        "max_pool1d_long_rows_dilated",
+        "pass",
+        "F.max_pool1d(x, 8, 1, 4, 3) + F.max_pool1d(x, 8, 1, 4, 3, return_indices=True)[1].float()",
+        "[torch.randn(2, 3, 4500)]",
+    ),
     ("layer_norm_2d", "self.n = nn.LayerNorm([6, 5])", "self.n(x)", "[torch.randn(3, 6, 5)]"),
     (  # rows of several 4096-value blocks with a vector tail, far from 0, with affine weights
         "layer_norm_long_offset",
@@ -287,6 +306,14 @@ CASES = [
         "self.c = nn.Conv2d(5, 7, 3, padding=1)",
         "self.c(x)",
         "[torch.randn(2, 5, 4, 40)]",
+    ),
+    (
+        # triangular masks: triu / tril decompose into index grids (aranges, their difference, a comparison),
+        # computed on the vector body from the aranges passed as float32; an arange as a factor too
+        "triangular_masks",
+        "pass",
+        "torch.triu(x @ y, diagonal=1) + torch.tril(x, -2) * torch.arange(37)",
+        "[torch.randn(37, 37), torch.randn(37, 37)]",
     ),
     (
         # narrow output rows (6 of a 32-column panel): panels over virtual positions oh * W + ow spanning rows,

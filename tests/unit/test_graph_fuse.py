@@ -164,3 +164,54 @@ def test_a_group_never_reads_more_leaves_than_its_kernel_keeps():
     groups = _groups(_plan(nodes, [last]))
     assert len(groups) == 2 and all(len(g["leaves"]) <= graph_fuse.MAX_LEAVES for g in groups)
     assert groups[1]["leaves"][0] == [_ref(groups[0]["root"]), False]  # the second reads the first's result
+
+
+def _triangle(n, diagonal=0, end=None):
+    """triu's decomposition: where(arange(n)[None, :] - arange(n)[:, None] >= diagonal, x, 0)."""
+    end = n if end is None else end
+    return [
+        _node("c0", "aten.arange.start_step", 0, end, dtype="int64"),
+        _node("c1", "aten.unsqueeze.default", _ref("c0"), -2, dtype="int64"),
+        _node("r0", "aten.arange.start_step", 0, n, dtype="int64"),
+        _node("r1", "aten.unsqueeze.default", _ref("r0"), -1, dtype="int64"),
+        _node("d", "aten.sub.Tensor", _ref("c1"), _ref("r1"), dtype="int64"),
+        _node("m", "aten.ge.Scalar", _ref("d"), diagonal, dtype="bool"),
+        _node("z", "aten.where.self", _ref("m"), _ref("x"), _ref("y")),
+    ]
+
+
+def test_index_grids_from_aranges_are_computed_in_float32_where_it_holds_them_exactly():
+    (group,) = _groups(_plan(_triangle(300), ["z"]))
+    assert group["members"] == ["d", "m", "z"] and group["vector"] is not None
+    assert "vsub(" in "".join(group["vector"])  # the int64 difference on the vector body
+    assert group["float_leaves"] == [0, 1]  # both aranges' views, passed as float32
+    line = context({"attrs": {"graph": _plan(_triangle(300), ["z"])}})["lines"][-1]
+    assert "(c1.float(), False), (r1.float(), False), (x, False), (y, False)" in line
+    by_name = {n["name"]: n for n in _triangle(300)}
+    assert graph_fuse.int_range("d", by_name) == (-299.0, 299.0)
+    assert graph_fuse.int_range("c1", by_name) == (0.0, 299.0)
+    # Past 2**24 float32 would round: the double body, and the leaves stay int64.
+    (wide,) = _groups(_plan(_triangle(300, end=2**24 + 2), ["z"]))
+    assert wide["vector"] is None and wide["float_leaves"] == [1]
+    assert graph_fuse.int_range("d", {n["name"]: n for n in _triangle(300, end=2**24 + 2)}) is None
+
+
+def test_the_range_of_an_int64_value_follows_add_sub_neg_mul_and_steps():
+    nodes = [
+        _node("a", "aten.arange.start_step", 10, -5, -3, dtype="int64"),  # 10, 7, 4, 1, -2
+        _node("n", "aten.neg.default", _ref("a"), dtype="int64"),
+        _node("m", "aten.mul.Tensor", _ref("a"), _ref("n"), dtype="int64"),
+        _node("s", "aten.add.Tensor", _ref("a"), 4, dtype="int64"),
+        _node("q", "aten.sub.Tensor", _ref("s"), _ref("a"), alpha=2, dtype="int64"),
+        _node("e", "aten.arange.default", 0, dtype="int64"),
+        _node("u", "aten.abs.default", _ref("a"), dtype="int64"),  # not followed: unknown
+        _node("i", "input_like", dtype="int64"),
+    ]
+    by_name = {n["name"]: n for n in nodes}
+    assert graph_fuse.int_range("a", by_name) == (-2.0, 10.0)
+    assert graph_fuse.int_range("n", by_name) == (-10.0, 2.0)
+    assert graph_fuse.int_range("m", by_name) == (-100.0, 20.0)
+    assert graph_fuse.int_range("s", by_name) == (2.0, 14.0)
+    assert graph_fuse.int_range("q", by_name) == (2.0 - 20.0, 14.0 + 4.0)  # s - 2a
+    assert graph_fuse.int_range("e", by_name) == (0.0, 0.0)  # empty
+    assert graph_fuse.int_range("u", by_name) is None and graph_fuse.int_range("i", by_name) is None

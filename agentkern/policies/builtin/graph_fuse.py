@@ -86,6 +86,24 @@ POW_SCALAR: dict[float, tuple[str, str]] = {
 }
 GELU = "aten.gelu.default"  # a helper of its own op by op (its `approximate` picks the expression)
 BATCH_NORM_EVAL = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit_no_training.default"}
+# Integers up to this magnitude are exact in float32: an int64 value derived from aranges within it (the index
+# grids of a triangular mask, `arange(n)[None, :] - arange(n)[:, None] >= k`) is computed in the vector body.
+EXACT_IN_FLOAT32 = 2**24
+# Views an int64 value passes through unchanged (its range is its source's).
+_RANGE_VIEWS = {
+    "aten.alias.default",
+    "aten.view.default",
+    "aten._unsafe_view.default",
+    "aten.reshape.default",
+    "aten.unsqueeze.default",
+    "aten.squeeze.default",
+    "aten.squeeze.dim",
+    "aten.expand.default",
+    "aten.permute.default",
+    "aten.t.default",
+    "aten.transpose.int",
+    "aten.clone.default",
+}
 _ROUND = {
     "float32": "(double)(float)({e})",
     "int64": "(double)(int64_t)({e})",
@@ -142,6 +160,71 @@ def _dtype(node: dict, by_name: dict) -> str | None:
 
 def _is_ref(value) -> bool:
     return isinstance(value, dict) and "ref" in value
+
+
+def _number(value) -> float | None:
+    if isinstance(value, dict):
+        value = value.get("float")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _arange_range(args: list, op: str) -> tuple[float, float] | None:
+    """The (smallest, largest) value of an arange with constant arguments, None otherwise."""
+    numbers = [_number(a) for a in args[:3]]
+    if any(n is None for n in numbers):
+        return None
+    start, end, step = (0.0, numbers[0], 1.0) if op == "aten.arange.default" else (*numbers[:2], (numbers + [1.0])[2])
+    count = math.ceil((end - start) / step) if step else 0
+    if count <= 0:
+        return (0.0, 0.0)
+    last = start + step * (count - 1)
+    return (min(start, last), max(start, last))
+
+
+def int_range(name: str, by_name: dict, memo: dict | None = None) -> tuple[float, float] | None:
+    """The range of int64 node `name` when it is derived from constant aranges through views, add, sub, neg,
+    mul and copies, with every value on the way inside EXACT_IN_FLOAT32 (so float32 computes it exactly); None
+    otherwise."""
+    memo = {} if memo is None else memo
+    if name in memo:
+        return memo[name]
+    memo[name] = None  # a cycle (never in a traced graph) ends here
+    node = by_name.get(name)
+    found = None
+    if node is not None and node.get("dtype") == "int64":
+        op, args = node["op"], node.get("args", [])
+        if op.startswith("aten.arange."):
+            found = _arange_range(args, op)
+        elif op in _RANGE_VIEWS and args and _is_ref(args[0]):
+            found = int_range(args[0]["ref"], by_name, memo)
+        elif op in EW_OPS and EW_OPS[op][0] in ("add", "sub", "neg", "mul", "copy"):
+            ew, operands, params = _operands_and_params(node)
+            ranges = [
+                int_range(v["ref"], by_name, memo)
+                if _is_ref(v)
+                else (lambda n: None if n is None else (n, n))(_number(v))
+                for v in operands
+            ]
+            if all(r is not None for r in ranges):
+                found = _combined(ew, ranges, params.get("a", 1.0))
+    if found is not None and max(abs(found[0]), abs(found[1])) > EXACT_IN_FLOAT32:
+        found = None
+    memo[name] = found
+    return found
+
+
+def _combined(ew: str, ranges: list, alpha: float) -> tuple[float, float]:
+    if ew in ("neg", "copy"):
+        lo, hi = ranges[0]
+        return (-hi, -lo) if ew == "neg" else (lo, hi)
+    x, y = ranges
+    if ew == "mul":
+        ends = [a * b for a in x for b in y]
+        return (min(ends), max(ends))
+    scaled = sorted([alpha * y[0], alpha * y[1]])
+    if ew == "add":
+        return (x[0] + scaled[0], x[1] + scaled[1])
+    return (x[0] - scaled[1], x[1] - scaled[0])  # sub
 
 
 def groups(plan: dict, read_whole: set[str]) -> list[dict]:
@@ -325,7 +408,8 @@ def _group(index: int, members: list[str], by_name: dict, item0: dict) -> dict:
         dtype = _dtype(node, by_name)
         scalar_lines.append(f"double t{j}; {{ {bindings} t{j} = {_ROUND[dtype].format(e=expr)}; }}")
         vector_form = special[1] if special else EW_VEC.get(ew)
-        if vector_form is None or not (dtype == "float32" or (dtype == "bool" and ew in VEC_BOOL)):
+        exact_int = dtype == "int64" and int_range(name, by_name) is not None  # held as float32, exactly
+        if vector_form is None or not (dtype == "float32" or exact_int or (dtype == "bool" and ew in VEC_BOOL)):
             vectorizable = False
             continue
         fields = dict(zip(names, vvalues)) | {k: f"vset((float)p[{i}])" for k, i in slots.items()}
@@ -338,6 +422,14 @@ def _group(index: int, members: list[str], by_name: dict, item0: dict) -> dict:
             )
         vector_lines.append(f"const vf t{j} = {vector_form.format(**fields)};")
     last = f"return t{len(members) - 1};"
+    # int64 leaves derived from aranges (exact in float32): passed as float32, so the vector body can read them
+    float_leaves = [k for k, (value, _) in enumerate(leaves) if _is_ref(value) and int_range(value["ref"], by_name)]
+    if vectorizable and any(
+        by_name.get(v["ref"], {}).get("dtype") == "int64" and k not in float_leaves
+        for k, (v, _) in enumerate(leaves)
+        if _is_ref(v)
+    ):
+        vectorizable = False  # an int64 leaf float32 cannot hold exactly: the double body
     return {
         "index": index,
         "members": members,
@@ -349,4 +441,5 @@ def _group(index: int, members: list[str], by_name: dict, item0: dict) -> dict:
         "scalar": scalar_lines + [last],
         "vector": vector_lines + [last] if vectorizable else None,
         "uniform": uniform_lines,
+        "float_leaves": float_leaves,
     }

@@ -118,9 +118,22 @@ def _numbers(values: list[float]) -> str:
     )
 
 
+def _leaves_text(group: dict, conv: str | None = None) -> str:
+    """A fused group's leaves as the helpers take them, (tensor, channel) pairs: an int64 leaf float32 holds
+    exactly (graph_fuse.int_range) passed as float32, so the vector body reads it; `conv`'s output None."""
+    pairs = []
+    for k, (value, channel) in enumerate(group["leaves"]):
+        if conv is not None and value["ref"] == conv:
+            pairs.append("(None, False)")
+            continue
+        tensor = f"{source(value)}.float()" if k in group.get("float_leaves", ()) else source(value)
+        pairs.append(f"({tensor}, {channel})")
+    return ", ".join(pairs)
+
+
 def _fused_line(group: dict) -> str:
     """The statement computing a fused group (graph_fuse.py) at its root node."""
-    leaves = ", ".join(f"({source(value)}, {channel})" for value, channel in group["leaves"])
+    leaves = _leaves_text(group)
     call = f"_fused({group['index']}, torch.{group['dtype']}, [{leaves}], [{_numbers(group['params'])}])"
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
 
@@ -128,10 +141,7 @@ def _fused_line(group: dict) -> str:
 def _conv_epilogue_line(group: dict, conv: dict) -> str:
     """The convolution computing a fused group as its epilogue (graph_fuse._epilogue_of), at the group's root;
     its own output is the leaf written None."""
-    leaves = ", ".join(
-        "(None, False)" if value["ref"] == conv["name"] else f"({source(value)}, {channel})"
-        for value, channel in group["leaves"]
-    )
+    leaves = _leaves_text(group, conv["name"])
     epilogue = f"epilogue=({group['index']}, [{leaves}], [{_numbers(group['params'])}])"
     call = _call(HELPERS[conv["op"]][0], conv, epilogue)
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
@@ -139,7 +149,7 @@ def _conv_epilogue_line(group: dict, conv: dict) -> str:
 
 def _fused_sum_line(group: dict, node: dict) -> str:
     """The sum or mean that computes a fused group as it sums it (graph_fuse._reduced_by), at its own node."""
-    leaves = ", ".join(f"({source(value)}, {channel})" for value, channel in group["leaves"])
+    leaves = _leaves_text(group)
     rest = [source(a) for a in node.get("args", [])[1:]]
     rest += [f"{k}={source(v)}" for k, v in node.get("kwargs", {}).items()]
     head = [str(group["index"]), f"[{leaves}]", f"[{_numbers(group['params'])}]", str(graph_fuse.SUMMED[node["op"]])]
