@@ -32,16 +32,33 @@ def source_too_large(size: int, unit: str = "bytes") -> SourceTooComplex:
     return SourceTooComplex(f"source too large: {size} {unit}, limit {MAX_SOURCE_BYTES}")
 
 
+def python_parser_lock() -> threading.RLock:
+    """The lock parse_python holds: held too around work whose libraries parse Python behind our back (torch's
+    tracing, through inspect.signature), so neither side meets the other's AST recursion state (seen in a
+    level-2 bench with 2 workers, 2026-11-28, parse_python already locked, a trace running beside it)."""
+    return _AST_LOCK
+
+
+# The race above also lies with any library parsing without the lock: the error is transient (the other
+# thread's depth, not the source's), so a parse that meets it is tried again, a few times.
+_AST_RACE_RETRIES = 3
+
+
 def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
     """ast.parse, one thread at a time (see _AST_LOCK). Raises SyntaxError as ast.parse does, and
     SourceTooComplex (a SyntaxError) for a source too large or too deeply nested to parse."""
     if len(source) > MAX_SOURCE_BYTES:
         raise source_too_large(len(source), "characters")
     with _AST_LOCK:
-        try:
-            return ast.parse(source, filename=filename)
-        except (RecursionError, MemoryError):
-            raise SourceTooComplex("source too deeply nested: Python's parser gives up on it") from None
+        for attempt in range(_AST_RACE_RETRIES + 1):
+            try:
+                return ast.parse(source, filename=filename)
+            except (RecursionError, MemoryError):
+                raise SourceTooComplex("source too deeply nested: Python's parser gives up on it") from None
+            except SystemError as exc:
+                if "recursion depth mismatch" not in str(exc) or attempt == _AST_RACE_RETRIES:
+                    raise
+        raise AssertionError("unreachable")
 
 
 def compile_python(source: str, filename: str = "<unknown>") -> None:

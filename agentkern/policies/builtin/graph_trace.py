@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from agentkern.helpers import python_parser_lock
 from agentkern.policies.builtin.graph_ops import OPS
 from agentkern.policies.builtin.ir import Unsupported
 
@@ -38,7 +39,9 @@ def trace_graph(model, inputs: list) -> dict:
     # A number among the inputs is traced as a 0-d tensor: the rendered forward gets the number itself, which
     # its elementwise kernel takes as a 0-d operand (a Python float meets float32 as a float32 scalar).
     inputs = [torch.tensor(x, dtype=torch.float32) if isinstance(x, float) else x for x in inputs]
-    with torch.no_grad():
+    # Under the parser's lock: tracing parses Python inside torch (inspect.signature of builtins: 58 ast.parse
+    # calls for a small model), which races a parse in another thread (helpers.python_parser_lock).
+    with torch.no_grad(), python_parser_lock():
         gm = make_fx(torch.func.functionalize(forward), decomposition_table=core_aten_decompositions())(
             *named.values(), *inputs
         )
