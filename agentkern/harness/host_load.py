@@ -20,8 +20,8 @@ import os
 import time
 
 # Others' CPU time plus steal, as a share of all the cores' time while timed, above which a measurement is taken
-# again: on this project's idle 2-core VMs a measurement sees 0-3 % (the judge's parent waking, the kernel's own
-# threads); a g++ or a test run beside it takes 30-50 %.
+# again: on this project's idle 2-core VM a measurement saw 1-2 % (a 2-worker bench: 1-8 %, its own process among
+# them), with one busy loop beside it 45-47 % (docs/harness.md, "A busy host").
 DISTURBED_SHARE = 0.10
 # Between measurements on a busy host (EvalOptions.busy_host_attempts) the judge waits a little, longer each time:
 # a build beside it may finish.
@@ -134,7 +134,7 @@ class Watch:
             self.top_others = _top_others(self.processes_start, _processes(), tree_pids(self.root), total)
 
     def result(self) -> dict:
-        """{"others_share", "steal_share", "busy_share", "disturbed", "wall_s"}, or {"unavailable": why}."""
+        """{"others_share", "steal_share", "busy_share", "disturbed", "top_others", "wall_s"}, or {"unavailable": why}."""
         if self.start is None or self.end is None:
             return {"unavailable": "no /proc/stat on this host"}
         busy, steal, total = (b - a for a, b in zip(self.start, self.end))
