@@ -50,7 +50,8 @@ def _process_jiffies(pid: int) -> int:
         return 0
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """The pids of `pid`'s child processes (every thread's), [] once it is gone."""
     found: list[int] = []
     try:
         for task in os.listdir(f"/proc/{pid}/task"):
@@ -68,7 +69,7 @@ def tree_pids(root: int) -> set[int]:
         pid = todo.pop()
         if pid not in seen:
             seen.add(pid)
-            todo += _children(pid)
+            todo += children(pid)
     return seen
 
 

@@ -25,6 +25,7 @@ import torch
 
 from agentkern.harness import confine, op_observer
 from agentkern.harness.arena import Arena, described
+from agentkern.harness.host_load import children, tree_pids
 from agentkern.harness.omp_env import runner_thread_env
 from agentkern.harness.rejections import Rejected
 
@@ -78,22 +79,11 @@ class RunnerProcess:
         self.pid = self._leaf(self.proc.pid)
         self.freeze()
 
-    @staticmethod
-    def _children(pid: int) -> list[int]:
-        found: list[int] = []
-        try:
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as f:
-                    found += [int(c) for c in f.read().split()]
-        except OSError:
-            pass
-        return found
-
     def _leaf(self, pid: int) -> int:
         """The runner's own pid on this side: down the chain bwrap -> its init -> python, one child each
         (at "ready" no candidate code has run, so the chain has no branches)."""
         for _ in range(4):
-            kids = self._children(pid)
+            kids = children(pid)
             if len(kids) != 1:
                 break
             pid = kids[0]
@@ -103,19 +93,12 @@ class RunnerProcess:
         """Processes in the runner's sandbox besides the chain to the runner itself."""
         chain, pid = {self.proc.pid}, self.proc.pid
         while pid != self.pid:
-            kids = self._children(pid)
+            kids = children(pid)
             if not kids:
                 break
             pid = self.pid if self.pid in kids else kids[0]
             chain.add(pid)
-        everyone, todo = set(), [self.proc.pid]
-        while todo:
-            p = todo.pop()
-            for kid in self._children(p):
-                if kid not in everyone:
-                    everyone.add(kid)
-                    todo.append(kid)
-        return sorted(everyone - chain)
+        return sorted(tree_pids(self.proc.pid) - chain)
 
     # ---- freezing ------------------------------------------------------------------------------------
     def freeze(self) -> None:

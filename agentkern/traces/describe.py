@@ -101,8 +101,9 @@ def timing_lines(candidate: StoredCandidate) -> list[str]:
             )
     if noise_note(candidate):
         lines.append(noise_note(candidate))
-    if host_load.line(stats.get("host_load")):
-        lines.append(host_load.line(stats.get("host_load")))
+    load_line = host_load.line(stats.get("host_load"))
+    if load_line:
+        lines.append(load_line)
     if stats.get("mode"):
         lines.append(f"mode: {stats['mode']}")
     if stats.get("unavailable"):

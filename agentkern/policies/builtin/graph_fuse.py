@@ -19,7 +19,7 @@ import math
 import struct
 from collections import Counter
 
-from agentkern.policies.builtin.graph_ops import EW, EW_OPS
+from agentkern.policies.builtin.graph_ops import EW, EW_OPS, SAME_VALUES
 from agentkern.policies.builtin.graph_trace import refs
 
 MAX_LEAVES = 8  # operands one fused kernel reads (kernels.cpp.j2's walkers keep this many offsets)
@@ -89,21 +89,6 @@ BATCH_NORM_EVAL = {"aten.native_batch_norm.default", "aten._native_batch_norm_le
 # Integers up to this magnitude are exact in float32: an int64 value derived from aranges within it (the index
 # grids of a triangular mask, `arange(n)[None, :] - arange(n)[:, None] >= k`) is computed in the vector body.
 EXACT_IN_FLOAT32 = 2**24
-# Views an int64 value passes through unchanged (its range is its source's).
-_RANGE_VIEWS = {
-    "aten.alias.default",
-    "aten.view.default",
-    "aten._unsafe_view.default",
-    "aten.reshape.default",
-    "aten.unsqueeze.default",
-    "aten.squeeze.default",
-    "aten.squeeze.dim",
-    "aten.expand.default",
-    "aten.permute.default",
-    "aten.t.default",
-    "aten.transpose.int",
-    "aten.clone.default",
-}
 _ROUND = {
     "float32": "(double)(float)({e})",
     "int64": "(double)(int64_t)({e})",
@@ -195,7 +180,7 @@ def int_range(name: str, by_name: dict, memo: dict | None = None) -> tuple[float
         op, args = node["op"], node.get("args", [])
         if op.startswith("aten.arange."):
             found = _arange_range(args, op)
-        elif op in _RANGE_VIEWS and args and _is_ref(args[0]):
+        elif op in SAME_VALUES and args and _is_ref(args[0]):
             found = int_range(args[0]["ref"], by_name, memo)
         elif op in EW_OPS and EW_OPS[op][0] in ("add", "sub", "neg", "mul", "copy"):
             ew, operands, params = _operands_and_params(node)

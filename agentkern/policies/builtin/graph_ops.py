@@ -78,8 +78,9 @@ EW: dict[str, tuple[int, str]] = {
 }
 EW_CODES = {name: i for i, name in enumerate(EW)}
 
-# Called as they are: they allocate, view, copy or cast.
-NEUTRAL = {
+# Views and copies whose output holds exactly their first operand's values, rearranged (an int64 value's range
+# passes through them unchanged: graph_fuse.int_range).
+SAME_VALUES = {
     "aten.alias.default",
     "aten.permute.default",
     "aten.view.default",
@@ -88,13 +89,17 @@ NEUTRAL = {
     "aten.unsqueeze.default",
     "aten.squeeze.default",
     "aten.squeeze.dim",
-    "aten.squeeze.dims",
     "aten.expand.default",
-    "aten.select.int",
-    "aten.slice.Tensor",
     "aten.t.default",
     "aten.transpose.int",
     "aten.clone.default",
+}
+
+# Called as they are: they allocate, view, copy or cast.
+NEUTRAL = SAME_VALUES | {
+    "aten.squeeze.dims",
+    "aten.select.int",
+    "aten.slice.Tensor",
     "aten._to_copy.default",
     "aten.empty.memory_format",
     "aten.empty_strided.default",
