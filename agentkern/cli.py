@@ -12,6 +12,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agentkern.cli_optimize_options import (
@@ -277,7 +278,7 @@ def print_optimize_result(result: dict) -> None:
         )
     noise = best_timing_noise(result)
     if noise:
-        out.print(f"[bold yellow]{noise}[/]", highlight=False)
+        out.print(f"[bold yellow]{escape(noise)}[/]", highlight=False)  # it may name other programs' processes
 
 
 def best_timing_noise(result: dict) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 from agentkern.harness import host_load
 from agentkern.traces.describe import remeasure_line
@@ -67,7 +68,7 @@ def print_eval(console: Console, result: EvalResult) -> None:
         console.print(f"  [bold]speedup {result.speedup:.2f}x[/]", highlight=False)
         load_note = host_load.note(timing.get("host_load"))
         if load_note:
-            console.print(f"  [yellow]{load_note}[/]", highlight=False)
+            console.print(f"  [yellow]{escape(load_note)}[/]", highlight=False)  # process names are anyone's
     if result.roofline_fraction is not None:
         console.print(
             f"  roofline: {result.roofline_fraction:.1%} of the {d.get('bound', '?')}-bound limit "

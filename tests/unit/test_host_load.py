@@ -172,3 +172,21 @@ def test_the_bench_row_and_the_confirmation_count_timings_on_a_busy_host(monkeyp
     assert "Timed while other programs kept the host busy" in text and "p (2)" in text
     quiet = runner.empty_row(type("Ref", (), {"name": "q", "path": "q.py"})())
     assert "busy host" not in markdown(build_report("mine", "cpu", BenchOptions(target="cpu"), [quiet]))
+
+
+def test_a_busy_hosts_process_names_are_printed_as_they_are_never_as_markup():
+    import io
+
+    from rich.console import Console
+
+    from agentkern.types import EvalResult
+    from agentkern.verdict_view import print_eval
+
+    side = {"median_ms": 1.0, "p10_ms": 0.9, "p90_ms": 1.1, "calls": 10}
+    load = {"others_share": 0.4, "steal_share": 0.0, "busy_share": 0.4, "disturbed": True}
+    load["top_others"] = [{"name": "evil[/]x[bold]", "pid": 7, "share": 0.4}]  # anyone may name a process so
+    timing = {"reference": side, "kernel": side, "mode": "offline", "host_load": load}
+    result = EvalResult("ok", True, 1.0, 1.0, 1.0, details={"trials": 9, "timing": timing})
+    out = io.StringIO()
+    print_eval(Console(file=out, width=400), result)
+    assert "busy host: other programs took 40% of the CPUs (evil[/]x[bold] 40%)" in out.getvalue()
