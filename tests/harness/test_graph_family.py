@@ -380,6 +380,29 @@ CASES = [
         "[torch.cat([torch.tensor([0.0, -0.0, float('inf'), -float('inf'), float('nan'), 1e-40, -1e-40, 88.0, -120.0,"
         " 30.0, 1e-6, -1e-6]), torch.randn(500) * 6]).reshape(2, 256)]",
     ),
+    # minimum / maximum (NaN from either side), fmin / fmax (NaN ignored), floor, ceil, trunc, round (ties to
+    # even), sign, isinf and the logical ops on their vector bodies, at special values on both sides.
+    (
+        "vector_min_max_rounding_logical",
+        "pass",
+        "torch.stack([torch.minimum(x * 1.0, y), torch.maximum(x * 1.0, y), torch.fmin(x * 1.0, y),"
+        " torch.fmax(x * 1.0, y), torch.floor(x * 2.0), torch.ceil(x * 2.0), torch.trunc(x * 2.0),"
+        " torch.round(x * 2.0), torch.sign(x * 1.0), torch.isinf(x * 1.0).float(),"
+        " torch.logical_not(x * 1.0).float(), torch.logical_and(x * 1.0, y).float(),"
+        " torch.logical_or(x * 1.0, y).float(), torch.logical_xor(x * 1.0, y).float()])",
+        "[torch.cat([torch.tensor([0.0, -0.0, float('inf'), -float('inf'), float('nan'), 0.25, 0.75, 1.25, -1.25,"
+        " float('nan'), 2.0, -0.0]), torch.randn(500) * 3]).reshape(2, 256),"
+        " torch.cat([torch.tensor([float('nan'), 0.0, 1.0, -float('inf'), 3.0, float('nan'), -0.0, 0.0, 0.0, 2.0,"
+        " float('inf'), 0.0]), torch.randn(500) * 3]).reshape(2, 256)]",
+    ),
+    # A convolution's epilogue taking the minimum with a tensor made in forward (a lifted constant: KernelBench
+    # level 2's 31, 83 and 93), then a channel bias and a scale.
+    (
+        "conv_min_constant_tensor_epilogue",
+        "self.c = nn.Conv2d(4, 6, 3); self.b = nn.Parameter(torch.randn(6, 1, 1))",
+        "(torch.min(self.c(x), torch.tensor(0.25)) + self.b) * 2.0",
+        "[torch.randn(2, 4, 9, 11)]",
+    ),
     # The implicit-GEMM convolution, rows of the padded input read in place (stride 1 along W) or packed
     # (conv_pack_b): K in several blocks (576 > the default 256), fewer output channels than a register tile's
     # rows, output positions not whole panels; strided, padded and dilated with rows of 70.
@@ -532,6 +555,7 @@ AVX2_CASES = [
     "pow_special_exponents",
     "whole_tensor_reductions_split",
     "vector_math_special_values",
+    "vector_min_max_rounding_logical",
     "max_pool_2x2_nan",
     "layer_norm_long_offset",
 ]

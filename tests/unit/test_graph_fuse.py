@@ -215,3 +215,33 @@ def test_the_range_of_an_int64_value_follows_add_sub_neg_mul_and_steps():
     assert graph_fuse.int_range("q", by_name) == (2.0 - 20.0, 14.0 + 4.0)  # s - 2a
     assert graph_fuse.int_range("e", by_name) == (0.0, 0.0)  # empty
     assert graph_fuse.int_range("u", by_name) is None and graph_fuse.int_range("i", by_name) is None
+
+
+def test_min_max_rounding_sign_and_logical_ops_stay_on_the_vector_body():
+    """A conv's `torch.min(x, torch.tensor(c))` (KernelBench level 2: 31, 83, 93) left the group on the double
+    walker and off the convolution's epilogue; these ops have vector forms now."""
+    for op, ew, dtype in [
+        ("aten.minimum.default", "minimum", "float32"),
+        ("aten.maximum.default", "maximum", "float32"),
+        ("aten.fmin.default", "fmin", "float32"),
+        ("aten.fmax.default", "fmax", "float32"),
+        ("aten.logical_and.default", "logical_and", "bool"),
+        ("aten.logical_xor.default", "logical_xor", "bool"),
+    ]:
+        (group,) = _groups(_plan([_node("m", op, _ref("x"), _ref("y"), dtype=dtype)], ["m"]))
+        assert group["vector"] is not None, ew
+        assert (
+            graph_fuse.EW_VEC[ew].format(x="ew_leaf<M>(B[0], K[0], i, m)", y="ew_leaf<M>(B[1], K[1], i, m)")
+            in (group["vector"][0])
+        )
+    for op in [
+        "aten.floor.default",
+        "aten.ceil.default",
+        "aten.trunc.default",
+        "aten.round.default",
+        "aten.sign.default",
+    ]:
+        (group,) = _groups(_plan([_node("r", op, _ref("x"))], ["r"]))
+        assert group["vector"] is not None, op
+    (group,) = _groups(_plan([_node("i", "aten.isinf.default", _ref("x"), dtype="bool")], ["i"]))
+    assert group["vector"] is not None

@@ -64,11 +64,45 @@ EW_VEC: dict[str, str] = {
     "elu": "vselect_gt0({x}, vmul({b}, {x}), vmul(vmul({b}, {a}), vsub(v_exp(vmul({x}, {c})), vset(1.0f))))",
     "hardswish": "vdiv(vmul({x}, vmin(vset(6.0f), vmax(vzero(), vadd({x}, vset(3.0f))))), vset(6.0f))",
     "hardsigmoid": "vmin(vset(1.0f), vmax(vzero(), vadd(vdiv({x}, vset(6.0f)), vset(0.5f))))",
+    # minimum / maximum propagate a NaN of either operand (as torch's do): x + y where the pair is unordered.
+    "minimum": "vblend(vcmp<_CMP_UNORD_Q>({x}, {y}), vmin({x}, {y}), vadd({x}, {y}))",
+    "maximum": "vblend(vcmp<_CMP_UNORD_Q>({x}, {y}), vmax({x}, {y}), vadd({x}, {y}))",
+    # fmin / fmax ignore a NaN: min_ps / max_ps already return y when x is NaN; x where y is.
+    "fmin": "vblend(vcmp<_CMP_UNORD_Q>({y}, {y}), vmin({x}, {y}), {x})",
+    "fmax": "vblend(vcmp<_CMP_UNORD_Q>({y}, {y}), vmax({x}, {y}), {x})",
+    "floor": "vfloor({x})",
+    "ceil": "vceil({x})",
+    "trunc": "vtrunc({x})",
+    "round": "vround({x})",  # to nearest, ties to even: std::nearbyint's default mode
+    "sign": "vsub(vblend(vcmp<_CMP_GT_OQ>({x}, vzero()), vzero(), vset(1.0f)),"
+    " vblend(vcmp<_CMP_LT_OQ>({x}, vzero()), vzero(), vset(1.0f)))",  # 0 for NaN, as torch's sign
+    "isinf": "vblend(vcmp<_CMP_EQ_OQ>(v_abs({x}), vset(__builtin_inff())), vzero(), vset(1.0f))",
+    # x != 0 is true for NaN, as in C (NEQ_UQ); == 0 false
+    "logical_not": "vblend(vcmp<_CMP_EQ_OQ>({x}, vzero()), vzero(), vset(1.0f))",
+    "logical_and": "vblend(vcmp<_CMP_NEQ_UQ>({x}, vzero()), vzero(), vblend(vcmp<_CMP_NEQ_UQ>({y}, vzero()), vzero(),"
+    " vset(1.0f)))",
+    "logical_or": "vblend(vcmp<_CMP_NEQ_UQ>({x}, vzero()), vblend(vcmp<_CMP_NEQ_UQ>({y}, vzero()), vzero(),"
+    " vset(1.0f)), vset(1.0f))",
+    "logical_xor": "vblend(vcmp<_CMP_NEQ_UQ>({x}, vzero()), vblend(vcmp<_CMP_NEQ_UQ>({y}, vzero()), vzero(),"
+    " vset(1.0f)), vblend(vcmp<_CMP_NEQ_UQ>({y}, vzero()), vset(1.0f), vzero()))",
     # x * scale + shift, scale and shift per channel computed once per run of the channel (`uniform`).
     "batch_norm": "vfmadd({x}, vset(U[{scale}]), vset(U[{shift}]))",
 }
 
-VEC_BOOL = {"gt", "ge", "lt", "le", "eq", "ne", "isnan"}  # bool results the vector body holds as 1.0 / 0.0
+VEC_BOOL = {
+    "gt",
+    "ge",
+    "lt",
+    "le",
+    "eq",
+    "ne",
+    "isnan",
+    "isinf",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+}  # bool results the vector body holds as 1.0 / 0.0
 
 # pow(x, exponent) for the exponents torch's CPU kernel computes without pow (aten/src/ATen/native/cpu/
 # PowKernel.cpp; 0 and 1 in Pow.cpp): (double expression, vector form). A squared difference (MSE, RMSNorm, a

@@ -34,7 +34,7 @@ EW: dict[str, tuple[int, str]] = {
     "mish": (1, "x * std::tanh(std::log1p(std::exp(x)))"),
     "hardsigmoid": (1, "std::fmin(std::fmax(x / 6.0 + 0.5, 0.0), 1.0)"),
     "hardswish": (1, "x * std::fmin(std::fmax(x + 3.0, 0.0), 6.0) / 6.0"),
-    "sign": (1, "x != x ? x : (double)((x > 0.0) - (x < 0.0))"),
+    "sign": (1, "(double)((x > 0.0) - (x < 0.0))"),  # 0 for NaN, as torch's sign
     "erf": (1, "std::erf(x)"),
     "sin": (1, "std::sin(x)"),
     "cos": (1, "std::cos(x)"),
