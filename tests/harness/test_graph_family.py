@@ -395,6 +395,34 @@ CASES = [
         " torch.cat([torch.tensor([float('nan'), 0.0, 1.0, -float('inf'), 3.0, float('nan'), -0.0, 0.0, 0.0, 2.0,"
         " float('inf'), 0.0]), torch.randn(500) * 3]).reshape(2, 256)]",
     ),
+    # Taps that read only the zeros framing x skipped (conv.cpp.j2 conv_tap_runs): a transposed 3-D convolution
+    # at stride 1 (framed by K - 1 zeros a side) in several K blocks (40 channels x 27 taps), in place, with a
+    # bias; dilated and padded along D and H (direct rows); strided along W (packed panels); narrow rows of a
+    # padded 2-D convolution (virtual rows, a panel over several rows).
+    (
+        "conv_transpose3d_frame_taps",
+        "self.c = nn.ConvTranspose3d(40, 8, 3)",
+        "self.c(x)",
+        "[torch.randn(1, 40, 4, 5, 6)]",
+    ),
+    (
+        "conv3d_dilated_frame_taps",
+        "self.c = nn.Conv3d(3, 9, 3, padding=2, dilation=(2, 2, 1))",
+        "self.c(x)",
+        "[torch.randn(2, 3, 5, 7, 40)]",
+    ),
+    (
+        "conv3d_strided_w_frame_taps",
+        "self.c = nn.Conv3d(3, 9, 3, stride=(1, 1, 2), padding=1)",
+        "self.c(x)",
+        "[torch.randn(2, 3, 4, 5, 40)]",
+    ),
+    (
+        "conv2d_narrow_rows_frame_taps",
+        "self.c = nn.Conv2d(4, 8, 5, padding=2)",
+        "self.c(x)",
+        "[torch.randn(2, 4, 12, 10)]",
+    ),
     # A convolution's epilogue taking the minimum with a tensor made in forward (a lifted constant: KernelBench
     # level 2's 31, 83 and 93), then a channel bias and a scale.
     (
@@ -558,6 +586,7 @@ AVX2_CASES = [
     "vector_min_max_rounding_logical",
     "max_pool_2x2_nan",
     "layer_norm_long_offset",
+    "conv_transpose3d_frame_taps",
 ]
 
 
