@@ -55,6 +55,18 @@ CASES = [
         "[torch.randn(4, 6, 5)]",
     ),
     ("softmax_dim1_of_3d", "pass", "torch.softmax(x, dim=1)", "[torch.randn(4, 6, 5)]"),
+    # softmax over a middle axis read in place (kernels.cpp.j2 softmax_mid): whole blocks of columns and a
+    # masked tail (150 = 2 x 64 + 22 at 16 lanes), a NaN column, a column all -inf, one holding +inf; log-softmax
+    # over channels of a 5-D tensor.
+    (
+        "softmax_middle_axis_special_values",
+        "pass",
+        "torch.cat([torch.softmax(x * 1.0, dim=1), torch.log_softmax(x * 2.0, dim=1)])",
+        "[torch.randn(3, 7, 150).index_put_((torch.tensor([0, 1, 1, 2]), torch.tensor([2, 0, 3, 5]),"
+        " torch.tensor([9, 140, 140, 70])), torch.tensor([float('nan'), float('inf'), -float('inf'), 50.0]))"
+        ".index_fill_(2, torch.tensor([17]), -float('inf'))]",
+    ),
+    ("log_softmax_channels_5d", "pass", "torch.log_softmax(x, dim=1) + x", "[torch.randn(2, 5, 3, 4, 9)]"),
     ("swish_written_out", "pass", "x * torch.sigmoid(x)", "[torch.randn(64, 33)]"),
     (  # over the rows it is the GEMM template's row operation; over the columns, a graph
         "gemm_gelu_softmax_columns",
@@ -587,6 +599,7 @@ AVX2_CASES = [
     "max_pool_2x2_nan",
     "layer_norm_long_offset",
     "conv_transpose3d_frame_taps",
+    "softmax_middle_axis_special_values",
 ]
 
 
