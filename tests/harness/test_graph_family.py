@@ -191,6 +191,29 @@ CASES = [
         "[torch.randn(2, 4, 11, 9)]",
     ),
     ("bmm", "pass", "torch.bmm(x, y)", "[torch.randn(3, 4, 5), torch.randn(3, 5, 6)]"),
+    # A GEMM's output summed (or averaged) over its columns through scalings, as a matrix-vector product with
+    # the column sums (graph_rewrite.py): a weight transposed in forward (keepdim), a linear layer (its bias
+    # summed too; not keepdim), a mean, a product of two inputs; one whose columns are read elsewhere is not.
+    (
+        "gemm_columns_summed",
+        "self.w = nn.Parameter(torch.randn(40, 33))",
+        "torch.sum(torch.matmul(x, self.w.T) / 2, dim=1, keepdim=True) * 1.5",
+        "[torch.rand(17, 33)]",
+    ),
+    ("linear_columns_summed", "self.l = nn.Linear(33, 40)", "self.l(x).sum(-1) * 0.5", "[torch.randn(17, 33)]"),
+    (
+        "linear_columns_averaged",
+        "self.l = nn.Linear(33, 40)",
+        "-self.l(x).mean(1, keepdim=True)",
+        "[torch.randn(9, 33)]",
+    ),
+    ("mm_columns_summed", "pass", "(x @ y).sum(1)", "[torch.randn(9, 30), torch.randn(30, 21)]"),
+    (
+        "mm_columns_summed_and_read",
+        "pass",
+        "(lambda p: p.sum(1, keepdim=True) + p)(x @ y)",
+        "[torch.randn(9, 30), torch.randn(30, 21)]",
+    ),
     # B read transposed in place (a linear layer's weight, x @ y^T): the 8 x 8 register transposes and their
     # tails (K = 37 or 24, N = 70 or 40: not whole 8 x 8 blocks or 32-column panels; M = 19: a short row panel)
     ("linear_weight_in_place", "self.l = nn.Linear(37, 70)", "self.l(x)", "[torch.randn(19, 37)]"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agentkern.policies.builtin import graph_fuse
+from agentkern.policies.builtin import graph_fuse, graph_rewrite
 from agentkern.policies.builtin.graph_ops import EW, EW_CODES, EW_OPS, HELPERS, NEUTRAL
 from agentkern.policies.builtin.graph_trace import refs
 
@@ -192,7 +192,7 @@ def kernel_groups(plan: dict, fused: list[dict] = ()) -> list[str]:
 
 def context(spec: dict) -> dict:
     """What graph/cpp.py.j2 renders from."""
-    plan = spec["attrs"]["graph"]
+    plan = graph_rewrite.rewrite(spec["attrs"]["graph"])
     bound = []
     for node in plan["nodes"]:
         if node["op"] == "input":

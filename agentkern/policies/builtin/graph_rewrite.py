@@ -1,0 +1,136 @@
+"""Rewrites of a traced plan (graph_trace.py) that change the work, never the value: applied before fusion.
+
+One today: the sum (or mean) of a GEMM's output over its columns, through any scaling by numbers, is the GEMM
+of its first operand with the sum (mean) of the second's columns: sum_n (A @ B)[m, n] = A[m] @ (sum_n B[:, n]).
+A [M, N] product summed to [M, 1] becomes a matrix-vector product, and B's column sums a pass over B (KernelBench
+level 2: Gemm_Divide_Sum_Scaling, Matmul_Sum_Max_...). It also changes the rounding: the GEMM's outputs, summed
+in float32, cancel to results near zero for some rows; the column sums taken first keep the error of a dot
+product of K terms (the outputs a kernel must match to 1e-4 came closer to eager's: measured in the commit that
+added this).
+"""
+
+from __future__ import annotations
+
+from agentkern.policies.builtin.graph_trace import refs
+
+SCALINGS = {"aten.mul.Tensor", "aten.div.Tensor"}  # by a number: they commute with the sum
+REDUCTIONS = {"aten.sum.dim_IntList", "aten.mean.dim"}
+TRANSPOSES = {"aten.t.default", "aten.permute.default"}
+
+
+def rewrite(plan: dict) -> dict:
+    """The plan with every GEMM-then-column-sum rewritten (a new plan; `plan` is untouched)."""
+    nodes = [dict(n) for n in plan["nodes"]]
+    changed = True
+    while changed:
+        changed = False
+        readers = _readers(nodes, plan["outputs"])
+        by_name = {n["name"]: n for n in nodes}
+        for node in nodes:
+            found = _gemm_summed(node, by_name, readers)
+            if found:
+                nodes = _rewritten(nodes, node, *found)
+                changed = True
+                break
+    return {**plan, "nodes": nodes}
+
+
+def _readers(nodes: list[dict], outputs: list) -> dict[str, int]:
+    count: dict[str, int] = {}
+    for name in refs([[n.get("args", []), n.get("kwargs", {})] for n in nodes] + [outputs]):
+        count[name] = count.get(name, 0) + 1
+    return count
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _gemm_summed(node: dict, by_name: dict, readers: dict) -> tuple[dict, list[dict]] | None:
+    """(the GEMM, the scalings between it and `node`) where `node` sums a 2-D GEMM's output over its columns."""
+    if node.get("op") not in REDUCTIONS or node.get("dtype") != "float32" or len(node.get("shape", [])) not in (1, 2):
+        return None
+    args = node["args"]
+    dims = args[1] if len(args) > 1 else node["kwargs"].get("dim")
+    if (
+        node["kwargs"].get("dtype") is not None
+        or not isinstance(dims, list)
+        or len(dims) != 1
+        or dims[0] not in (1, -1)
+    ):
+        return None
+    chain: list[dict] = []
+    value = args[0]
+    while isinstance(value, dict) and "ref" in value:
+        source = by_name[value["ref"]]
+        if readers.get(source["name"], 0) != 1:
+            return None  # read elsewhere too: its columns are needed
+        if (
+            source["op"] in SCALINGS
+            and len(source["args"]) == 2
+            and _number(source["args"][1])
+            and not source["kwargs"]
+        ):
+            chain.append(source)
+            value = source["args"][0]
+            continue
+        if _gemm(source, by_name):
+            return source, chain[::-1]
+        return None
+    return None
+
+
+def _gemm(node: dict, by_name: dict) -> bool:
+    if node.get("dtype") != "float32" or len(node.get("shape", [])) != 2:
+        return False
+    if node["op"] == "aten.mm.default":
+        return True
+    if node["op"] == "aten.addmm.default":
+        bias = node["args"][0]
+        return isinstance(bias, dict) and "ref" in bias and len(by_name[bias["ref"]].get("shape", [])) == 1
+    return False
+
+
+def _rewritten(nodes: list[dict], summed: dict, gemm: dict, chain: list[dict]) -> list[dict]:
+    by_name = {n["name"]: n for n in nodes}
+    op, name, rows = summed["op"], summed["name"], gemm["shape"][0]  # the sum or the mean, of B's columns instead
+    offset = 1 if gemm["op"] == "aten.addmm.default" else 0
+    a, b = gemm["args"][offset], gemm["args"][offset + 1]
+    source = by_name[b["ref"]]
+    new: list[dict] = []
+    if _plain_transpose(source):  # B = W.t(): W's rows summed as W lies, not a transposed copy of W
+        k = source["shape"][0]
+        new.append(_node(f"{name}_wsum", op, [source["args"][0], [0], True], [1, k]))
+        new.append(_node(f"{name}_bsum", "aten.permute.default", [{"ref": f"{name}_wsum"}, [1, 0]], [k, 1]))
+    else:
+        new.append(_node(f"{name}_bsum", op, [b, [1], True], [source["shape"][0], 1]))
+    args = [a, {"ref": f"{name}_bsum"}] + gemm["args"][offset + 2 :]
+    if offset:  # the bias's sum (mean) too: sum_n (beta bias[n] + alpha (A B)[m, n])
+        new.append(_node(f"{name}_biassum", op, [gemm["args"][0], [0], True], [1]))
+        args = [{"ref": f"{name}_biassum"}] + args
+    steps = [_node(gemm["name"], gemm["op"], args, [rows, 1], gemm["kwargs"])] + [
+        {**n, "shape": [rows, 1]} for n in chain
+    ]
+    keepdim = summed["args"][2] if len(summed["args"]) > 2 else summed["kwargs"].get("keepdim", False)
+    if keepdim is True:
+        steps[-1]["name"] = name  # [rows, 1] already: the last step is the sum's value (read by nothing else)
+    else:
+        steps.append(_node(name, "aten.squeeze.dim", [{"ref": steps[-1]["name"]}, 1], [rows]))
+    replaced = {gemm["name"], name} | {n["name"] for n in chain}
+    out = []
+    for node in nodes:
+        if node["name"] == gemm["name"]:
+            out += new + steps
+        elif node["name"] not in replaced:
+            out.append(node)
+    return out
+
+
+def _plain_transpose(node: dict) -> bool:
+    if len(node.get("shape", [])) != 2:
+        return False
+    return node["op"] == "aten.t.default" or (node["op"] == "aten.permute.default" and node["args"][1] == [1, 0])
+
+
+def _node(name: str, op: str, args: list, shape: list, kwargs: dict | None = None) -> dict:
+    return {"name": name, "op": op, "args": args, "kwargs": dict(kwargs or {}), "shape": shape, "dtype": "float32"}

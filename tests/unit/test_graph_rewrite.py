@@ -1,0 +1,52 @@
+"""graph_rewrite.py on traced plans: a GEMM summed over its columns becomes a matrix-vector product."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from agentkern.policies.builtin.graph_rewrite import rewrite  # noqa: E402
+from agentkern.policies.builtin.graph_trace import trace_graph  # noqa: E402
+
+
+class _Forward(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+        self.w = torch.nn.Parameter(torch.randn(40, 33))
+        self.l = torch.nn.Linear(33, 40)
+
+    def forward(self, *xs):
+        return self.fn(self, *xs)
+
+
+def _ops(plan):
+    return [(n["op"], n.get("shape")) for n in plan["nodes"] if n["op"] not in ("input", "param")]
+
+
+def test_a_transposed_weight_is_summed_as_it_lies_and_the_product_has_one_column():
+    plan = trace_graph(_Forward(lambda m, x: torch.sum(x @ m.w.T / 2, dim=1, keepdim=True) * 1.5), [torch.rand(17, 33)])
+    ops = _ops(rewrite(plan))
+    assert ("aten.sum.dim_IntList", [1, 33]) in ops  # W [40, 33] summed over its rows, no transposed copy
+    assert ("aten.mm.default", [17, 1]) in ops and ("aten.div.Tensor", [17, 1]) in ops
+    assert not any(op == "aten.mm.default" and shape == [17, 40] for op, shape in ops)
+    assert _ops(plan) != ops  # the traced plan itself untouched
+    assert ("aten.mm.default", [17, 40]) in _ops(plan)
+
+
+def test_a_linear_layer_sums_its_bias_too_and_a_mean_stays_a_mean():
+    plan = rewrite(trace_graph(_Forward(lambda m, x: m.l(x).mean(-1)), [torch.randn(9, 33)]))
+    ops = _ops(plan)
+    assert ("aten.addmm.default", [9, 1]) in ops and ("aten.squeeze.dim", [9]) in ops
+    assert [op for op, _ in ops].count("aten.mean.dim") == 2  # of W's rows and of the bias
+    assert plan["outputs"] == [{"ref": plan["nodes"][-1]["name"]}]
+
+
+def test_columns_read_elsewhere_or_a_nonlinear_step_keep_the_gemm():
+    for fn in [
+        lambda m, x: (lambda y: y.sum(1, keepdim=True) + y)(x @ m.w.T),
+        lambda m, x: torch.relu(x @ m.w.T).sum(1),
+        lambda m, x: (x @ m.w.T).sum(0),
+        lambda m, x: (x @ m.w.T * x[:, :1]).sum(1),
+    ]:
+        plan = trace_graph(_Forward(fn), [torch.randn(9, 33)])
+        assert rewrite(plan) == plan
