@@ -46,6 +46,13 @@ CASES = [
         "[torch.randn(1, 4, 5, 6, 7)]",
     ),
     ("sum_middle_dim", "pass", "x.sum(dim=1)", "[torch.randn(4, 6, 5)]"),
+    # long columns summed (and averaged) in double: 300000 float32 adds of 0.1 drift far past 1e-4 relative
+    (
+        "column_sums_long",
+        "pass",
+        "torch.cat([x.sum(0), x.mean(0)])",
+        "[torch.full((300000, 17), 0.1) + torch.rand(300000, 17) * 1e-3]",
+    ),
     ("max_middle_keepdim", "pass", "torch.max(x, dim=1, keepdim=True)[0]", "[torch.randn(4, 6, 5)]"),
     ("argmin_dim", "pass", "torch.argmin(x, dim=2)", "[torch.randn(4, 6, 5)]"),
     (  # values and indices both read (with only the values read, the indices are not computed)
