@@ -15,7 +15,6 @@ from agentkern.policies.builtin.graph_trace import refs
 
 SCALINGS = {"aten.mul.Tensor", "aten.div.Tensor"}  # by a number: they commute with the sum
 REDUCTIONS = {"aten.sum.dim_IntList", "aten.mean.dim"}
-TRANSPOSES = {"aten.t.default", "aten.permute.default"}
 
 
 def rewrite(plan: dict) -> dict:
