@@ -26,12 +26,18 @@ def test_a_program_outside_the_judges_tree_counts_as_others_and_one_under_it_doe
     cores = os.cpu_count() or 1
     # Under the judge: a child spinning a core is the judge's own work, reaped inside the window too (its time
     # then moves to the judge's cutime).
-    child = subprocess.Popen([sys.executable, "-c", SPIN.format(s=1.0)])
-    time.sleep(0.2)  # past the interpreter's start
-    with host_load.watch() as w:
-        child.wait()
-    own = w.result()
-    assert own["wall_s"] > 0.5 and own["others_share"] * cores < 0.4, own
+    # Up to 3 tries, the quietest kept (as the judge does): another program on the host is others here too.
+    tries = []
+    for _ in range(3):
+        child = subprocess.Popen([sys.executable, "-c", SPIN.format(s=1.0)])
+        time.sleep(0.2)  # past the interpreter's start
+        with host_load.watch() as w:
+            child.wait()
+        tries.append(w.result())
+        if tries[-1]["others_share"] * cores < 0.4:
+            break
+    own = min(tries, key=lambda r: r["others_share"])
+    assert own["wall_s"] > 0.5 and own["others_share"] * cores < 0.4, tries
 
     # Outside it: spinners whose parent exited at once, so they belong to init (or a subreaper), one per core.
     script = f"import subprocess, sys\nfor _ in range({cores}):\n    p = subprocess.Popen([sys.executable, '-c', {SPIN.format(s=1.5)!r}], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n    print(p.pid, flush=True)\n"
