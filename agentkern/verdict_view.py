@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from agentkern.harness import host_load
+from agentkern.harness import core_link, host_load
 from agentkern.traces.describe import remeasure_line
 from agentkern.types import EvalResult
 
@@ -69,6 +69,9 @@ def print_eval(console: Console, result: EvalResult) -> None:
         load_note = host_load.note(timing.get("host_load"))
         if load_note:
             console.print(f"  [yellow]{escape(load_note)}[/]", highlight=False)  # process names are anyone's
+        cores_note = core_link.note(timing.get("cores"))
+        if cores_note:
+            console.print(f"  [yellow]{cores_note}[/]", highlight=False)
     if result.roofline_fraction is not None:
         console.print(
             f"  roofline: {result.roofline_fraction:.1%} of the {d.get('bound', '?')}-bound limit "

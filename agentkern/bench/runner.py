@@ -65,6 +65,7 @@ def empty_row(ref: ProblemRef) -> dict:
         "correct_candidates": 0,
         "suspicious_candidates": 0,
         "busy_host_timings": 0,  # timings still disturbed by other programs after their attempts (harness/host_load.py)
+        "core_round_trip_ns": None,  # [least, most] over its timings: how far apart the host put the cores (core_link.py)
         "candidate_speedups": [],
         "run_id": None,
         "predicted": False,
@@ -151,6 +152,7 @@ def _fill(row: dict, result: RunResult) -> None:
         busy_host_timings=sum(1 for c in candidates if _busy_host(c.get("timing")))
         + sum(1 for r in (result.get("confirmation") or {}).get("rows", []) if r.get("busy_host")),
         candidate_speedups=[c["speedup"] if c["correct"] else None for c in candidates],
+        core_round_trip_ns=_round_trip_range(c.get("timing") for c in candidates),
         stopped_because=result.get("stopped_because"),
     )
     if best:
@@ -199,13 +201,22 @@ def _fill(row: dict, result: RunResult) -> None:
         )
 
 
+def _stored_timing(stored_timing: str | None) -> dict:
+    try:
+        return (json.loads(stored_timing or "null") or {}).get("timing") or {}
+    except (ValueError, AttributeError):
+        return {}
+
+
+def _round_trip_range(stored_timings) -> list[float] | None:
+    """[least, most] of the cores' round trips (harness/core_link.py) over stored timings, None if none probed."""
+    trips = [t for s in stored_timings for t in (_stored_timing(s).get("cores") or {}).get("round_trip_ns") or []]
+    return [min(trips), max(trips)] if trips else None
+
+
 def _busy_host(stored_timing: str | None) -> bool:
     """Whether a stored timing (the run store's JSON) was taken on a host other programs kept busy."""
-    try:
-        stats = (json.loads(stored_timing or "null") or {}).get("timing") or {}
-    except (ValueError, AttributeError):
-        return False
-    return bool((stats.get("host_load") or {}).get("disturbed"))
+    return bool((_stored_timing(stored_timing).get("host_load") or {}).get("disturbed"))
 
 
 def measure_baseline(ref: ProblemRef, opts: BenchOptions):

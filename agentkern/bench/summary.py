@@ -41,9 +41,30 @@ def build_report(suite_name: str, target: str, opts, rows: list[dict], measured_
         "metrics": suite_metrics(rows, options.get("k", 1), options.get("baseline", "eager")),
         # True when some speedups were predicted by the cost model (the target GPU was not here)
         "predicted": any(r.get("predicted") for r in rows),
+        "core_round_trip_ns": _round_trips(rows),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "problems": rows,
     }
+
+
+def _round_trips(rows: list[dict]) -> list[float] | None:
+    """[least, most] round trip of a cache line between the cores over the whole run (harness/core_link.py)."""
+    trips = [t for r in rows for t in r.get("core_round_trip_ns") or []]
+    return [min(trips), max(trips)] if trips else None
+
+
+def _cores_line(trips: list[float] | None) -> list[str]:
+    if not trips:
+        return []
+    from agentkern.harness.core_link import MOVED_RATIO
+
+    line = f"A cache line's round trip between the cores took {trips[0]:.0f}-{trips[1]:.0f} ns over the run's timings"
+    if trips[1] > MOVED_RATIO * trips[0]:
+        line += (
+            ": the host moved the cores between placements (sharing a cache and not), and kernels that share data "
+            "between cores run at a different speed in each (docs/harness.md, Timing)"
+        )
+    return ["", line + "."]
 
 
 def _x(value) -> str:
@@ -120,6 +141,7 @@ def markdown(report: dict) -> str:
     ]
     if report.get("predicted"):
         lines += ["", "* predicted by the cost model, not measured: the target GPU was not on this machine."]
+    lines += _cores_line(report.get("core_round_trip_ns"))
     busy = {r["name"]: r["busy_host_timings"] for r in report["problems"] if r.get("busy_host_timings")}
     if busy:
         lines += [

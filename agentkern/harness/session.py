@@ -262,7 +262,9 @@ class EvalSession:
 
         # A GPU's times hardly depend on the host's cores: watched there, measured once.
         attempts = self.opts.get("busy_host_attempts", 1) if self.device.type == "cpu" else 1
-        timing = timed_on_a_quiet_host(measured, attempts, enter_phase=self.phase.enter)
+        timing = timed_on_a_quiet_host(
+            measured, attempts, enter_phase=self.phase.enter, probe_cores=self.device.type == "cpu"
+        )
         self.sides["candidate"].check_native()
         return timing
 
@@ -352,26 +354,33 @@ class EvalSession:
         return {"status": "rejected", "correct": False, "error": f"{rej.code}: {rej.message}", "details": self.details}
 
 
-def timed_on_a_quiet_host(measured, attempts: int, enter_phase=None) -> dict:
+def timed_on_a_quiet_host(measured, attempts: int, enter_phase=None, probe_cores: bool = True) -> dict:
     """measured() while host_load watches, taken again (`attempts` at most) while other programs kept the host
-    busy, the quietest attempt kept. Each attempt after the first is a phase of its own (`enter_phase`), so the
-    run limit applies to each."""
-    from agentkern.harness import host_load
+    busy or the host moved its cores (core_link.py, probed before and after when `probe_cores`), the quietest
+    attempt kept. Each attempt after the first is a phase of its own (`enter_phase`), so the run limit applies to
+    each."""
+    from agentkern.harness import core_link, host_load
 
-    taken: list[tuple[dict, dict]] = []
+    taken: list[tuple[dict, dict, dict]] = []
     for attempt in range(max(1, attempts)):
         if attempt:
+            why = "the host moved its cores" if taken[-1][2].get("moved") else "the host was busy"
             if enter_phase is not None:
-                enter_phase(f"timing, attempt {attempt + 1} (the host was busy)")
+                enter_phase(f"timing, attempt {attempt + 1} ({why})")
             time.sleep(host_load.WAIT_BETWEEN_S[min(attempt, len(host_load.WAIT_BETWEEN_S)) - 1])
+        before = core_link.probe() if probe_cores else {"unavailable": "not probed on this device"}
         with host_load.watch() as watched:
             timing = measured()
-        taken.append((timing, watched.result()))
-        if not taken[-1][1].get("disturbed"):
+        after = core_link.probe() if probe_cores else before
+        taken.append((timing, watched.result(), core_link.compare(before, after)))
+        if not taken[-1][1].get("disturbed") and not taken[-1][2].get("moved"):
             break
-    kept = min(range(len(taken)), key=lambda i: taken[i][1].get("busy_share", 0.0))
+    kept = min(range(len(taken)), key=lambda i: (bool(taken[i][2].get("moved")), taken[i][1].get("busy_share", 0.0)))
     timing = taken[kept][0]
-    timing["host_load"] = host_load.summary([load for _, load in taken], kept)
+    timing["host_load"] = host_load.summary([load for _, load, _ in taken], kept)
+    timing["cores"] = taken[kept][2]
+    if len(taken) > 1 and any(cores.get("moved") for _, _, cores in taken):
+        timing["cores"]["attempts_moved"] = [bool(cores.get("moved")) for _, _, cores in taken]
     return timing
 
 

@@ -3,7 +3,7 @@ views and the HTML report so both say the same thing the same way."""
 
 from __future__ import annotations
 
-from agentkern.harness import host_load
+from agentkern.harness import core_link, host_load
 from agentkern.types import BestKernel, CandidateRecord, StoredCandidate
 
 # A kernel whose mean time is more than this many times its median had outliers while it was timed (another
@@ -30,6 +30,9 @@ def noise_note(candidate: StoredCandidate | None) -> str | None:
     load_note = host_load.note(stats.get("host_load"))
     if load_note:
         notes.append(load_note)
+    cores_note = core_link.note(stats.get("cores"))
+    if cores_note:
+        notes.append(cores_note)
     return "; ".join(notes) or None
 
 
@@ -104,6 +107,9 @@ def timing_lines(candidate: StoredCandidate) -> list[str]:
     load_line = host_load.line(stats.get("host_load"))
     if load_line:
         lines.append(load_line)
+    cores_line = core_link.line(stats.get("cores"))
+    if cores_line:
+        lines.append(cores_line)
     if stats.get("mode"):
         lines.append(f"mode: {stats['mode']}")
     if stats.get("unavailable"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkern.harness import host_load
+from agentkern.harness import core_link, host_load
 from agentkern.harness.session import timed_on_a_quiet_host
 
 needs_proc = pytest.mark.skipif(not Path("/proc/stat").exists(), reason="no /proc (not Linux)")
@@ -106,6 +106,7 @@ class _Loads:
 def _attempts(monkeypatch, shares, attempts=3):
     loads = _Loads(shares)
     monkeypatch.setattr(host_load, "watch", loads)
+    monkeypatch.setattr(core_link, "probe", lambda: {"cpus": [0, 1], "round_trip_ns": [300.0]})  # cores that stay
     monkeypatch.setattr(time, "sleep", lambda s: None)
     phases, runs = [], iter(range(100))
     timing = timed_on_a_quiet_host(lambda: {"run": next(runs)}, attempts, enter_phase=phases.append)
