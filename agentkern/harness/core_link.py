@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
 
 # On the idle Zen 5 VM 30 probes in a row ranged 362-411 ns (1.14x), the two placements seen were ~3x apart: a
 # change beyond this is the host moving the cores, not the probe's noise.
@@ -110,7 +111,7 @@ def probe() -> dict:
         return {"unavailable": "one core: nothing to be apart from"}
     try:
         lib = _library()
-    except (CompileError, OSError) as exc:
+    except (CompileError, OSError, subprocess.SubprocessError) as exc:
         return {"unavailable": f"the probe could not be built: {str(exc)[:120]}"}
     first, others = cpus[0], cpus[1 : 1 + MAX_PAIRS]
     trips = [lib.round_trip_ns(first, other, PER_BATCH, BATCHES, BUDGET_MS) for other in others]

@@ -11,7 +11,9 @@ inputs, the reference, the comparison and the clock live in other processes). Co
 - {"op": "load", ...}: write the source to the scratch folder, import it, build Model/ModelNew(*init);
 - {"op": "block", "calls": [...]}: call the model once per call on inputs from the shared arena, keep the
   outputs alive and answer with their addresses (the judge reads them from this process's memory while it
-  is frozen), and the aten ops dispatched when asked to record them;
+  is frozen), and the aten ops dispatched when asked to record them; with "float64" (the reference's
+  runner only) a float64 copy of the model is called on the inputs in float64: the exact answer the judge
+  asks for where a candidate's differs from the reference's (session.py);
 - {"op": "check"}: run the guards' checks (after a block, outside any timed window);
 - {"op": "quit"}.
 """
@@ -34,6 +36,7 @@ class Runner:
         self.reply = os.fdopen(reply_fd, "w", buffering=1)
         self.mapping = Mapping(arena_fd)
         self.model = None
+        self.model64 = None  # the reference's float64 copy, made when the judge first asks for an exact answer
         self.device = None
         self.guards = None
         self.observer = None  # op_observer.Observer, in a guarded runner where the judge built it
@@ -84,6 +87,7 @@ class Runner:
                 cls = module.Model
             torch.manual_seed(int(cmd["init_seed"]))
             self.model = cls(*init).to(self.device).eval()
+            self.model64 = None  # a second load (a second shape) makes its own
             if cmd["kind"] == "problem_compiled":  # the torch.compile baseline (bench): trusted, unguarded
                 self.model = torch.compile(self.model)
         finally:
@@ -146,7 +150,8 @@ class Runner:
                 if self.outputs_region is not None:
                     self._dry_copy(self.outputs_region)
             else:
-                outputs, observed = self._calls(cmd["calls"], mode, inputs, observer)
+                exact = bool(cmd.get("float64")) and self.guards is None  # never the candidate's
+                outputs, observed = self._calls(cmd["calls"], mode, inputs, observer, exact)
         finally:
             self._end()
         described = self._describe_all(outputs, inputs)
@@ -183,8 +188,9 @@ class Runner:
             return inputs, None
         return inputs, self.device_buffers.get("outputs", outputs, self.device)[: int(outputs["used"])]
 
-    def _calls(self, calls: list, mode, on_device=None, observer=None) -> tuple[list, list[str] | None]:
-        """(each call's outputs, the torch ops `observer` saw during the calls, or None without one)."""
+    def _calls(self, calls: list, mode, on_device=None, observer=None, exact=False) -> tuple[list, list[str] | None]:
+        """(each call's outputs, the torch ops `observer` saw during the calls, or None without one); `exact`:
+        the model's float64 copy on the floating inputs in float64."""
         import torch
 
         from agentkern.harness.allowlist import AllowlistMode
@@ -196,11 +202,15 @@ class Runner:
             # The inputs' views are the harness's, made before the op allowlist's mode is entered: under it each
             # view would be charged to the candidate (~15 us a call, measured) and not to the reference.
             arguments = [self._arguments(call, on_device) for call in calls]
+            model = self.model
+            if exact:
+                model = self._float64_model()
+                arguments = [[_float64(a) for a in args] for args in arguments]
         if observer is not None:
             observer.arm()
         with torch.no_grad(), mode:
             for args in arguments:
-                outputs.append(as_tensor_list(self.model(*args), "forward"))
+                outputs.append(as_tensor_list(model(*args), "forward"))
             if self.outputs_region is None and self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
             if calls and isinstance(mode, AllowlistMode) and torch._C._len_torch_dispatch_stack() < 1:
@@ -215,6 +225,13 @@ class Runner:
                 outputs = self._to_region(outputs)  # inside the timed block: the copy is part of the call's cost
             torch.cuda.synchronize(self.device)
         return outputs, observed
+
+    def _float64_model(self):
+        if self.model64 is None:
+            import copy
+
+            self.model64 = copy.deepcopy(self.model).double()
+        return self.model64
 
     def _arguments(self, call: list, on_device=None) -> list:
         import torch
@@ -301,6 +318,13 @@ class Runner:
     def _end(self) -> None:
         if self.guards is not None:
             self.guards.end()
+
+
+def _float64(x):
+    """A floating tensor in float64 (exactly its values); anything else as it is."""
+    import torch
+
+    return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
 
 
 def serve(runner: Runner) -> None:

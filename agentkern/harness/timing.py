@@ -105,9 +105,12 @@ def _block_size(per_call_s: float, call_bytes: int, calls: int, mode: str, memor
 class _Pairs:
     """Both sides on the same fresh inputs, one block each, every candidate output checked."""
 
-    def __init__(self, reference, candidate, fresh_inputs, tolerance_for, explain_mismatch, like, flusher, rng):
+    def __init__(
+        self, reference, candidate, fresh_inputs, tolerance_for, explain_mismatch, like, flusher, rng, second_look=None
+    ):
         self.reference, self.candidate, self.fresh_inputs = reference, candidate, fresh_inputs
         self.tolerance_for, self.explain_mismatch, self.like = tolerance_for, explain_mismatch, like
+        self.second_look = second_look  # (args, expected, taken, mismatch, where) -> the comparison that stands
         self.flusher, self.rng = flusher, rng
         self.handshake_s = self.overhead_s(1)
         self.counter = iter(range(10**9))
@@ -137,6 +140,8 @@ class _Pairs:
         ref, got = (other, one) if cand_first else (one, other)
         for i, (out, exp) in enumerate(zip(got.outputs, ref.outputs)):
             cmp = C.compare(out, exp, self.tolerance_for)
+            if not cmp.ok and self.second_look is not None:
+                cmp = self.second_look(calls[i], exp, out, cmp, f"timed call {i}")
             if not cmp.ok:
                 self.explain_mismatch(out, self.recent + ref.outputs[:i])
                 raise Rejected("timed_output_mismatch", f"timed call {i} of a block of {n}: {cmp.reason}")
@@ -162,14 +167,16 @@ def measure_blocks(
     flush_bytes: int,
     seed: int,
     device: torch.device | None = None,
+    second_look=None,
 ) -> dict:
     """Time `reference` and `candidate` (sides.Side) alternately in blocks; fresh_inputs(i) gives the i-th
     call's arguments, `like` the outputs' shapes and dtypes (the reference's outputs of a trial). Every
-    candidate output of every timed call is checked against the reference's."""
+    candidate output of every timed call is checked against the reference's (a mismatch given a `second_look`
+    at the reference's exact answer, session.py)."""
     rng = random.Random(seed)
     # On a GPU the judge's own context flushes the L2, which every context on the device shares.
     flusher = CacheFlusher(device or torch.device("cpu"), flush_bytes) if mode == "server" else None
-    pairs = _Pairs(reference, candidate, fresh_inputs, tolerance_for, explain_mismatch, like, flusher, rng)
+    pairs = _Pairs(reference, candidate, fresh_inputs, tolerance_for, explain_mismatch, like, flusher, rng, second_look)
     warm_ref, warm_cand = pairs.pair(1, False)  # warm-up, checked, not counted; it also sizes the blocks
     calls = int(min(max_calls, max(min_calls, time_budget_s / max((warm_ref + warm_cand) / 1e3, 1e-6))))
     sample = fresh_inputs(-1)

@@ -198,6 +198,10 @@ CASES = [
         "[torch.randn(2, 4, 11, 9)]",
     ),
     ("bmm", "pass", "torch.bmm(x, y)", "[torch.randn(3, 4, 5), torch.randn(3, 5, 6)]"),
+    # matrix-vector products (one column: gemm_vector), plain, batched, and a one-output linear layer (B^T, bias)
+    ("mm_vector", "pass", "torch.mm(x, y) * 3", "[torch.randn(70, 45), torch.randn(45, 1)]"),
+    ("bmm_vector", "pass", "torch.bmm(x, y)", "[torch.randn(3, 20, 37), torch.randn(3, 37, 1)]"),
+    ("linear_one_output", "self.l = nn.Linear(37, 1)", "self.l(x) * 2", "[torch.randn(50, 37)]"),
     # A GEMM's output summed (or averaged) over its columns through scalings, as a matrix-vector product with
     # the column sums (graph_rewrite.py): a weight transposed in forward (keepdim), a linear layer (its bias
     # summed too; not keepdim), a mean, a product of two inputs; one whose columns are read elsewhere is not.
@@ -655,6 +659,28 @@ def _renders_the_reference(tmp_path, name, init, forward, inputs, params):
         with torch.no_grad():
             expected, got = model(*args), kernel(*args)
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+def test_a_matrix_vector_product_sums_in_double(tmp_path):
+    # Rows whose products (~100 each, partial sums in the thousands) cancel to near zero: summed in float32 the
+    # result is off by ~1e-4 absolute, in double by nothing a float32 result can show.
+    path, module = _module(
+        tmp_path, "mm_vector_cancelling", "pass", "torch.mm(x, y)", "[torch.randn(8, 4096), torch.randn(4096, 1)]"
+    )
+    _, _, spec = _spec(path, module)
+    rendered = tmp_path / "mm_vector_cancelling_graph.py"
+    rendered.write_text(templates.render(spec, {}, "cpp"))
+    loaded = importlib.util.spec_from_file_location("mm_vector_cancelling_graph", rendered)
+    solution = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(solution)
+    torch.manual_seed(7)
+    x, y = torch.randn(8, 4096) * 100, torch.randn(4096, 1)
+    x[:, -1] = (-(x[:, :-1].double() @ y[:-1].double()) / y[-1].double()).float().squeeze(1)
+    exact = x.double() @ y.double()
+    with torch.no_grad():
+        got = solution.ModelNew().eval()(x, y)
+    assert exact.abs().max() < 1.0  # near zero, as meant
+    torch.testing.assert_close(got.double(), exact, rtol=0, atol=1e-6)
 
 
 def test_the_rendered_forward_calls_torch_only_to_view_allocate_and_copy(tmp_path):

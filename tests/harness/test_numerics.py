@@ -133,3 +133,47 @@ def test_a_reference_wrong_on_its_first_call_is_asked_again_before_a_kernel_is_c
     wrong.write_text(_twice("1.0f", "numerics_twice_off"))
     result = evaluate(problem, wrong, "cpu", fast_options(check_timing=False))
     assert result.status == "incorrect", result.error
+
+
+# x + 1e4 - 1e4 in float32 keeps x only to ulp(1e4) ~ 1e-3, at every trial's scale: eager's own rounding is past
+# the tolerance (1e-4, mostly absolute for values ~1e-3), the exact answer is x.
+CANCELLING_PROBLEM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        {check}return (x + 1e4) - 1e4
+
+def get_inputs():
+    return [torch.randn(128, 64) * 1e-3]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_kernel_nearer_the_exact_answer_than_eager_is_correct_and_one_off_both_is_not(tmp_path):
+    problem = tmp_path / "cancelling.py"
+    problem.write_text(CANCELLING_PROBLEM.format(check=""))
+    exact = tmp_path / "exact.py"
+    exact.write_text(_elementwise_kernel("numerics_exact_sum", "(float)(((double)x[i] + 1e4) - 1e4)"))
+    result = evaluate(problem, exact, "cpu", fast_options())
+    assert result.status == "ok", result.error
+    judged = result.details["exact_answer"]
+    assert all(j["ok"] and j["nearer_exact"] > 0 for j in judged)
+    assert judged[0]["at"] == "trial 0" and any(j["at"].startswith("timed call") for j in judged)
+    off = tmp_path / "off.py"
+    off.write_text(_elementwise_kernel("numerics_off_sum", "x[i] + 3e-4f"))
+    result = evaluate(problem, off, "cpu", fast_options(check_timing=False))
+    assert result.status == "incorrect" and "beyond atol=rtol=0.0001" in result.error
+
+
+def test_where_the_reference_cannot_run_in_float64_eagers_answer_alone_judges(tmp_path):
+    problem = tmp_path / "cancelling_float32_only.py"
+    problem.write_text(CANCELLING_PROBLEM.format(check='assert x.dtype == torch.float32, "float32 only"\n        '))
+    exact = tmp_path / "exact.py"
+    exact.write_text(_elementwise_kernel("numerics_exact_sum", "(float)(((double)x[i] + 1e4) - 1e4)"))
+    result = evaluate(problem, exact, "cpu", fast_options(check_timing=False))
+    assert result.status == "incorrect" and "beyond atol=rtol=0.0001" in result.error
+    assert "float32 only" in result.details["exact_answer"][0]["unavailable"]

@@ -187,3 +187,32 @@ def test_a_mismatch_says_where_first_and_worst():
     out[1, 2], out[3, 4] = 0.5, 2.0
     cmp = C.compare([out], [ref], TOL)
     assert cmp.reason.endswith("; first at [1, 2] (got 0.5, expected 0), worst at [3, 4] (got 2, expected 0)")
+
+
+# ---- the exact answer (session.against_exact) --------------------------------------------------------------
+def test_a_position_off_eager_but_within_tolerance_of_the_exact_answer_is_right():
+    # x + 1e4 - 1e4 in float32 keeps x only to ulp(1e4) ~ 1e-3: eager is off the exact answer, a kernel exact
+    x = torch.randn(1000, generator=gen()) * 1e-3
+    eager = (x + 1e4) - 1e4
+    exact = (x.double() + 1e4) - 1e4
+    kernel = exact.float()
+    strict = C.compare([kernel], [eager], TOL)
+    assert not strict.ok and "beyond atol=rtol=0.0001" in strict.reason
+    judged = C.compare([kernel], [eager], TOL, exact=[exact])
+    assert judged.ok and judged.nearer_exact == int((~torch.isclose(kernel, eager, 1e-4, 1e-4)).sum()) > 100
+    # a kernel off both answers stays wrong, and the count of its mismatches leaves out the forgiven ones
+    wrong = kernel.clone()
+    wrong[:3] += 5e-3
+    still = C.compare([wrong], [eager], TOL, exact=[exact])
+    assert not still.ok and still.reason.startswith("output differs from the reference: 3 of 1000 elements")
+
+
+def test_the_exact_answer_forgives_no_inf_or_nan_and_only_a_float64_one_of_the_same_shape_counts():
+    eager = torch.tensor([float("inf"), float("nan"), 1.0, 2.0])
+    exact = torch.tensor([1e39, 0.5, 1.0, 2.5], dtype=torch.float64)
+    kernel = torch.tensor([3.0e38, 0.5, 1.0, 2.5])  # the exact answer where eager overflowed or made a NaN
+    judged = C.compare([kernel], [eager], TOL, exact=[exact])
+    assert not judged.ok and judged.nearer_exact == 1  # only position 3: eager's inf and NaN stand
+    assert "finite where the reference is inf or NaN" in judged.reason
+    for unusable in (exact.float(), exact[:3], torch.zeros(2, 2, dtype=torch.float64), None):
+        assert C.compare([kernel[2:]], [eager[2:]], TOL, exact=[unusable]).nearer_exact == 0
