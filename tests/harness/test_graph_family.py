@@ -5,6 +5,7 @@ The rendered files are agentkern's own output here, so they run in this process 
 them in the sandbox: tests/harness/test_builtin.py)."""
 
 import importlib.util
+import re
 import textwrap
 from pathlib import Path
 
@@ -659,6 +660,21 @@ def _renders_the_reference(tmp_path, name, init, forward, inputs, params):
         with torch.no_grad():
             expected, got = model(*args), kernel(*args)
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+def test_a_convolutions_blocks_are_split_statically_whatever_the_schedule_and_the_gemms_follow_it(tmp_path):
+    # Static keeps each block of the output in the cache of the core that wrote it last call (conv.cpp.j2)
+    init = "self.conv = nn.Conv2d(3, 8, 3); self.linear = nn.Linear(6, 5)"
+    path, module = _module(tmp_path, "conv_linear", init, "self.linear(self.conv(x))", "[torch.randn(2, 3, 8, 8)]")
+    _, _, spec = _spec(path, module)
+
+    def pragma_before(source: str, loop: str) -> str:
+        return re.search(r"#pragma omp for ([^\n]*)\n\s*" + re.escape(loop), source).group(1)
+
+    for schedule in ("dynamic", "static"):
+        source = templates.render(spec, {"simd": "avx2", "schedule": schedule, "gemm_kc": 256}, "cpp")
+        assert pragma_before(source, "for (int64_t job = 0;") == "schedule(static)"
+        assert pragma_before(source, "for (int64_t ib = 0; ib < mblocks; ++ib)") == f"collapse(2) schedule({schedule})"
 
 
 def test_a_matrix_vector_product_sums_in_double(tmp_path):
