@@ -76,6 +76,15 @@ CASES = [
     ),
     ("log_softmax_channels_5d", "pass", "torch.log_softmax(x, dim=1) + x", "[torch.randn(2, 5, 3, 4, 9)]"),
     ("swish_written_out", "pass", "x * torch.sigmoid(x)", "[torch.randn(64, 33)]"),
+    # returned outputs past the private caches, stored past them (ew.cpp.j2 ew_run): one whole run with a masked
+    # tail, and runs of 1001 (most starting off a vector's alignment: stored plainly) from a strided operand
+    (
+        "streamed_final_outputs",
+        "pass",
+        "(torch.sigmoid(x) * 2.0, x[:, :1001] * y)",
+        "[torch.randn(600, 1003), torch.randn(1001)]",
+    ),
+    ("batch_norm_streamed", "self.bn = nn.BatchNorm2d(8)", "self.bn(x)", "[torch.randn(16, 8, 64, 64)]"),
     (  # over the rows it is the GEMM template's row operation; over the columns, a graph
         "gemm_gelu_softmax_columns",
         "self.l = nn.Linear(16, 12)",
@@ -635,6 +644,7 @@ AVX2_CASES = [
     "layer_norm_long_offset",
     "conv_transpose3d_frame_taps",
     "softmax_middle_axis_special_values",
+    "streamed_final_outputs",
 ]
 
 

@@ -38,8 +38,26 @@ def test_a_chain_is_one_group_with_its_scalars_rounded_to_float32():
     assert group["vector"] is not None and "vmax(vzero(), t0)" in "".join(group["vector"])
     lines = context({"attrs": {"graph": plan}})["lines"]
     assert lines == [
-        "s = _fused(0, torch.float32, [(x, False), (y, False)], [0.10000000149011612, 1.0])"
-    ]  # the members before the root compute nothing of their own
+        "s = _fused(0, torch.float32, [(x, False), (y, False)], [0.10000000149011612, 1.0], final=True)"
+    ]  # the members before the root compute nothing of their own; s is returned and read by nothing else
+
+
+def test_only_a_group_whose_output_is_returned_and_read_by_nothing_else_is_final():
+    # g1's output is returned and also read by the sum: it stays in the caches for it (not final)
+    plan = _plan(
+        [
+            _node("e", "aten.exp.default", _ref("x")),
+            _node("s", "aten.sum.default", _ref("e")),
+            _node("t", "aten.tanh.default", _ref("y")),
+            _node("u", "aten.mul.Tensor", _ref("t"), 2.0),
+        ],
+        ["e", "s", "u"],
+    )
+    lines = context({"attrs": {"graph": plan}})["lines"]
+    fused = [line for line in lines if "_fused(" in line]
+    assert len(fused) == 2, lines
+    by_root = {line.split(" = ")[0]: line for line in fused}
+    assert not by_root["e"].endswith("final=True)") and by_root["u"].endswith("final=True)")
 
 
 def test_a_value_read_only_inside_one_group_joins_it_and_one_read_outside_or_returned_does_not():
@@ -134,6 +152,15 @@ def test_batch_norm_in_inference_joins_with_its_vectors_as_channel_leaves():
     assert group["members"] == ["bn", "r"] and group["dtype"] == "float32"
     assert [channel for _, channel in group["leaves"]] == [False, True, True, True, True]
     assert group["uniform"] and "vfmadd" in group["vector"][0]
+    read_again = _plan(
+        [
+            _batch_norm(),
+            {"name": "o", "op": "getitem", "args": [_ref("bn"), 0]},
+            _node("s", "aten.sum.default", _ref("o")),
+        ],
+        ["o", "s"],
+    )
+    assert "final=True" not in context({"attrs": {"graph": read_again}})["lines"][0]  # o is summed after
     lines = context({"attrs": {"graph": plan}})["lines"]
     assert len(lines) == 1 and lines[0].startswith("r = _fused(0,")  # no batch norm, no getitem of it
 
@@ -141,7 +168,9 @@ def test_batch_norm_in_inference_joins_with_its_vectors_as_channel_leaves():
 def test_batch_norm_alone_is_a_group_returning_a_tuple_and_training_or_read_statistics_keep_their_kernel():
     alone = _plan([_batch_norm(), {"name": "o", "op": "getitem", "args": [_ref("bn"), 0]}], ["o"])
     (group,) = _groups(alone)
-    assert group["tuple"] and context({"attrs": {"graph": alone}})["lines"][0].startswith("bn = (_fused(0,")
+    line = context({"attrs": {"graph": alone}})["lines"][0]  # then the getitem
+    assert group["tuple"] and line.startswith("bn = (_fused(0,")
+    assert line.endswith("final=True),)")  # its item 0 is returned and read by nothing else
     training = _plan([_batch_norm(True), {"name": "o", "op": "getitem", "args": [_ref("bn"), 0]}], ["o"])
     assert _groups(training) == []
     stats = _plan(

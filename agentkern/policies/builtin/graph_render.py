@@ -131,10 +131,26 @@ def _leaves_text(group: dict, conv: str | None = None) -> str:
     return ", ".join(pairs)
 
 
-def _fused_line(group: dict) -> str:
-    """The statement computing a fused group (graph_fuse.py) at its root node."""
+def returned_unread(plan: dict) -> set[str]:
+    """Nodes the forward returns and no other node reads: their outputs can be stored past the caches. A tuple
+    read only as its item 0, itself returned and read by nothing else (a batch norm's output), is one too."""
+    readers: dict[str, list[dict]] = {}
+    for node in plan["nodes"]:
+        for name in set(refs([node.get("args", []), node.get("kwargs", {})])):
+            readers.setdefault(name, []).append(node)
+    unread = {name for name in refs(plan["outputs"]) if name not in readers}
+    for name, nodes in readers.items():
+        if all(n["op"] == "getitem" and n["args"][1] == 0 and n["name"] in unread for n in nodes):
+            unread.add(name)
+    return unread
+
+
+def _fused_line(group: dict, final: bool = False) -> str:
+    """The statement computing a fused group (graph_fuse.py) at its root node; `final`: its output is
+    returned and read by nothing else (returned_unread)."""
     leaves = _leaves_text(group)
-    call = f"_fused({group['index']}, torch.{group['dtype']}, [{leaves}], [{_numbers(group['params'])}])"
+    tail = ", final=True" if final else ""
+    call = f"_fused({group['index']}, torch.{group['dtype']}, [{leaves}], [{_numbers(group['params'])}]{tail})"
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
 
 
@@ -161,6 +177,7 @@ def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
     convolution it finishes does, there), its other members (and a getitem reading one) compute nothing."""
     members = {m: g for g in fused for m in g["members"]}
     by_name = {n["name"]: n for n in plan["nodes"]}
+    finals = returned_unread(plan)
     changed: dict[str, str | None] = {g["conv"]: None for g in fused if g["conv"]}
     changed |= {g["reduced"]: _fused_sum_line(g, by_name[g["reduced"]]) for g in fused if g["reduced"]}
     for node in plan["nodes"]:
@@ -172,7 +189,7 @@ def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
             elif group["conv"]:
                 changed[name] = _conv_epilogue_line(group, by_name[group["conv"]])
             else:
-                changed[name] = _fused_line(group)
+                changed[name] = _fused_line(group, name in finals)
         elif node["op"] == "getitem" and node["args"][0]["ref"] in members:
             source_name = node["args"][0]["ref"]
             if members[source_name]["root"] != source_name:
