@@ -53,6 +53,9 @@ def print_eval(console: Console, result: EvalResult) -> None:
                 f"  and at a second shape ({constants_text(second['constants'])}) over {second.get('trials', '?')} trials",
                 highlight=False,
             )
+    exact = exact_answer_line(d.get("exact_answer"))
+    if exact:
+        console.print(f"  {exact}", highlight=False)
     timing = d.get("timing") or {}
     if "unavailable" in timing:
         console.print(f"  timing: {timing['unavailable']}", highlight=False)
@@ -89,6 +92,28 @@ def print_eval(console: Console, result: EvalResult) -> None:
         console.print("  isolation: plain processes, not bubblewrap (see `agentkern doctor`)", highlight=False)
     if d.get("workdir"):
         console.print(f"  sandbox folder: {d['workdir']}", highlight=False)
+
+
+def exact_answer_line(entries: list | None) -> str | None:
+    """What the reference's exact (float64) answer decided (session.against_exact): where eager's answer and the
+    kernel's differed it judged again; None where it was never asked for."""
+    if not entries:
+        return None
+    used = [e for e in entries if "unavailable" not in e]
+    parts = []
+    if used:
+        forgiven = sum(int(e.get("nearer_exact") or 0) for e in used)
+        wrong = [e["at"] for e in used if not e.get("ok")]
+        where = ", ".join(e["at"] for e in used[:3]) + (", ..." if len(used) > 3 else "")
+        parts.append(
+            f"judged again with the reference's exact (float64) answer at {len(used)} place(s) ({where}): "
+            f"{forgiven} position(s) off eager's answer but within tolerance of the exact one"
+            + (f"; still wrong at {wrong[0]}" if wrong else "")
+        )
+    missing = [e for e in entries if "unavailable" in e]
+    if missing:
+        parts.append(f"no exact answer at {missing[0]['at']}: {escape(str(missing[0]['unavailable']))}")
+    return "exact answer: " + "; ".join(parts)
 
 
 def compiled_line(kernel: dict) -> str:

@@ -151,7 +151,8 @@ class Runner:
                     self._dry_copy(self.outputs_region)
             else:
                 exact = bool(cmd.get("float64")) and self.guards is None  # never the candidate's
-                outputs, observed = self._calls(cmd["calls"], mode, inputs, observer, exact)
+                budget = cmd.get("float64_budget_bytes") if exact else None
+                outputs, observed = self._calls(cmd["calls"], mode, inputs, observer, exact, budget)
         finally:
             self._end()
         described = self._describe_all(outputs, inputs)
@@ -188,9 +189,11 @@ class Runner:
             return inputs, None
         return inputs, self.device_buffers.get("outputs", outputs, self.device)[: int(outputs["used"])]
 
-    def _calls(self, calls: list, mode, on_device=None, observer=None, exact=False) -> tuple[list, list[str] | None]:
+    def _calls(
+        self, calls: list, mode, on_device=None, observer=None, exact=False, exact_budget_bytes=None
+    ) -> tuple[list, list[str] | None]:
         """(each call's outputs, the torch ops `observer` saw during the calls, or None without one); `exact`:
-        the model's float64 copy on the floating inputs in float64."""
+        the model's float64 copy on the floating inputs in float64, refused past `exact_budget_bytes`."""
         import torch
 
         from agentkern.harness.allowlist import AllowlistMode
@@ -204,6 +207,10 @@ class Runner:
             arguments = [self._arguments(call, on_device) for call in calls]
             model = self.model
             if exact:
+                budget = exact_budget_bytes if exact_budget_bytes is not None else float("inf")
+                for args in arguments:
+                    if refusal := float64_refusal(self.model, args, budget):
+                        raise MemoryError(refusal)  # answered as raised: the judge records no exact answer
                 model = self._float64_model()
                 arguments = [[_float64(a) for a in args] for args in arguments]
         if observer is not None:
@@ -318,6 +325,20 @@ class Runner:
     def _end(self) -> None:
         if self.guards is not None:
             self.guards.end()
+
+
+def float64_refusal(model, args: list, budget_bytes: float) -> str | None:
+    """Why the exact answer is not computed for `args`: the model's float64 copy and the inputs' (each value
+    twice a float32's) would take more than `budget_bytes`, a share of the evaluation's memory limit; past it
+    the copy could take the whole evaluation down with it. None when it fits."""
+    tensors = [*model.parameters(), *model.buffers(), *(a for a in args if hasattr(a, "is_floating_point"))]
+    need = sum(t.numel() * 8 for t in tensors if t.is_floating_point())
+    if need <= budget_bytes:
+        return None
+    return (
+        f"the reference's float64 copy and inputs would take {need / 2**30:.2f} GiB, more than the "
+        f"{budget_bytes / 2**30:.2f} GiB set aside for it"
+    )
 
 
 def _float64(x):

@@ -55,6 +55,9 @@ def prestart(root: Path) -> None:
 
 
 MAX_REPORTED_OPS = 256  # a candidate's op list is its own word: bounded
+# The reference's float64 copy (the exact answer) may take this share of the evaluation's memory limit: its
+# parameters and inputs at twice their float32 size, beside both sides' models already loaded.
+EXACT_MEMORY_SHARE = 0.25
 
 
 class EvalSession:
@@ -214,9 +217,11 @@ class EvalSession:
         answer but within tolerance of the exact one are right. A GEMM summed over its columns cancels to results
         near zero where eager's own rounding is past a tolerance that is all absolute there; a kernel summing in
         another order, closer to the exact sum, was called wrong for it (KernelBench level 2 14, docs/harness.md).
-        Where the reference cannot run in float64 (a dtype it fixes, an op without float64), `cmp` stands."""
+        Where the reference cannot run in float64 (a dtype it fixes, an op without float64, a model whose
+        float64 copy would take more than EXACT_MEMORY_SHARE of the memory limit), `cmp` stands."""
         try:
-            exact = self.sides["reference"].run_block([args], float64=True).outputs[0]
+            budget = EXACT_MEMORY_SHARE * float(self.opts.get("memory_limit_gb", 8.0)) * 2**30
+            exact = self.sides["reference"].run_block([args], float64=True, float64_budget_bytes=budget).outputs[0]
         except ReferenceFailed as exc:
             self.details.setdefault("exact_answer", []).append({"at": where, "unavailable": str(exc)[:200]})
             return cmp

@@ -120,6 +120,25 @@ def test_eval_names_a_suspicious_verdict_and_what_the_check_did():
     assert "roofline check: kernel 0.01 ms" in out and "published figures" in out
 
 
+def test_eval_says_where_the_exact_answer_judged_and_where_it_was_unavailable():
+    from agentkern.verdict_view import exact_answer_line, print_eval
+
+    result = suspicious_verdict()
+    result.details["exact_answer"] = [
+        {"at": "trial 0", "nearer_exact": 12, "ok": True},
+        {"at": "timed call 3", "nearer_exact": 1, "ok": True},
+        {"at": "trial 4", "unavailable": "the reference raised MemoryError: [too big]"},
+    ]
+    console = Console(file=io.StringIO(), width=300, color_system=None)
+    print_eval(console, result)
+    out = console.file.getvalue()
+    assert "exact (float64) answer at 2 place(s) (trial 0, timed call 3): 13 position(s) off eager's" in out
+    assert "no exact answer at trial 4: the reference raised MemoryError: [too big]" in out  # not taken as markup
+    assert "still wrong" not in out
+    wrong = exact_answer_line([{"at": "trial 2", "nearer_exact": 0, "ok": False}])
+    assert wrong.endswith("still wrong at trial 2") and exact_answer_line([]) is None
+
+
 def test_optimize_progress_shows_a_suspicious_candidate_by_its_status():
     from agentkern.loop.progress import _describe
 
