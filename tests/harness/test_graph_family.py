@@ -195,6 +195,14 @@ CASES = [
         "(lambda o: o[0] * 2 + o[1] + o[2])(torch.native_layer_norm(x, [9], None, None, 1e-5))",
         "[torch.randn(6, 9)]",
     ),
+    (  # unit stride along the rows (pool.cpp.j2 max_pool_plane_unit_stride): rows of 150 (vectors of 4, of 1,
+        # a tail) padded at both ends, NaNs, dilation along the rows, 3-D with strides across them
+        "max_pool_unit_stride_rows",
+        "pass",
+        "(F.max_pool2d(torch.where(x > 2.0, torch.full_like(x, float('nan')), x), 3, 1, 1),"
+        " F.max_pool3d(y, (2, 3, 5), (2, 2, 1), (1, 1, 2), dilation=(1, 1, 2)))",
+        "[torch.randn(2, 3, 7, 150), torch.randn(1, 2, 5, 6, 131)]",
+    ),
     (  # NaNs in the windows: a NaN wins its window, as in torch (the pooling kernel's vector path)
         "max_pool_nan",
         "pass",
@@ -645,6 +653,7 @@ AVX2_CASES = [
     "conv_transpose3d_frame_taps",
     "softmax_middle_axis_special_values",
     "streamed_final_outputs",
+    "max_pool_unit_stride_rows",
 ]
 
 
