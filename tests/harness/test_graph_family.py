@@ -544,6 +544,15 @@ CASES = [
         "torch.cumsum(x, dim=1) + torch.cumprod(x * 0.1 + 1.0, dim=1) + torch.cumsum(x.flip(1), 1).flip(1)",
         "[torch.randn(19, 300)]",
     ),
+    # scans of a slice's rows read in place (their stride is not their length): KernelBench's exclusive cumsum,
+    # and a cumprod of columns 3 on, over row blocks and the rows left over
+    (
+        "scans_of_slices",
+        "pass",
+        "torch.cat((torch.zeros_like(x[:, :1]), torch.cumsum(x.narrow(1, 0, x.size(1) - 1), dim=1)), 1)"
+        " + torch.cumprod(x[:, 3:] * 0.01 + 1.0, dim=1).sum() + torch.cumsum(x[:, 5:], -1).sum(1, keepdim=True)",
+        "[torch.randn(19, 300)]",
+    ),
     # argmax / argmin over a dim that is not the last, read in place 64 columns at a time (a tail of 6): ties
     # (the first index wins) and NaNs (the first NaN's index), as values and as max/min's indices
     (
