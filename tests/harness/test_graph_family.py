@@ -195,13 +195,14 @@ CASES = [
         "(lambda o: o[0] * 2 + o[1] + o[2])(torch.native_layer_norm(x, [9], None, None, 1e-5))",
         "[torch.randn(6, 9)]",
     ),
-    (  # unit stride along the rows (pool.cpp.j2 max_pool_plane_unit_stride): rows of 150 (vectors of 4, of 1,
-        # a tail) padded at both ends, NaNs, dilation along the rows, 3-D with strides across them
+    (  # unit stride along rows of at least UNIT_STRIDE_MIN_OW outputs (pool.cpp.j2 max_pool_plane_unit_stride):
+        # blocks of 4 vectors, single vectors, a tail, both ends padded, NaNs, dilation along the rows, 3-D with
+        # strides across them
         "max_pool_unit_stride_rows",
         "pass",
         "(F.max_pool2d(torch.where(x > 2.0, torch.full_like(x, float('nan')), x), 3, 1, 1),"
         " F.max_pool3d(y, (2, 3, 5), (2, 2, 1), (1, 1, 2), dilation=(1, 1, 2)))",
-        "[torch.randn(2, 3, 7, 150), torch.randn(1, 2, 5, 6, 131)]",
+        "[torch.randn(1, 2, 3, 4200), torch.randn(1, 1, 3, 2, 4150)]",
     ),
     (  # NaNs in the windows: a NaN wins its window, as in torch (the pooling kernel's vector path)
         "max_pool_nan",
