@@ -8,7 +8,7 @@ from agentkern.policies.builtin import templates
 from agentkern.policies.builtin.recognize import analyze
 
 
-def _stream_condition(stream: str) -> str:
+def _stream_condition(stream: str) -> tuple[str, str]:
     spec = analyze(str(data_root() / "kernels_dataset" / "problems" / "softmax.py"))
     source = templates.render(spec, {"stream": stream}, "cpp")
     (line,) = re.findall(r"const bool stream = (.*);", source)
