@@ -512,6 +512,21 @@ CASES = [
         "self.c(x)",
         "[torch.randn(2, 3, 17, 70)]",
     ),
+    # The channel-vector convolution (conv.cpp.j2 conv3d_channel_vectors), where a GEMM panel would be mostly
+    # unused: rows of 6 through a 3 x 7 kernel with its fused group finished on each job's rows; a transposed
+    # convolution's stride-1 phase framed by 2 and 4 zeros (only x's own products computed), bias, epilogue.
+    (
+        "conv_channel_vectors_epilogue",
+        "self.c = nn.Conv2d(4, 16, (3, 7)); self.b = nn.Parameter(torch.randn(16, 1, 1))",
+        "torch.relu(self.c(x)) * 2.0 - self.b",
+        "[torch.randn(2, 4, 9, 12)]",
+    ),
+    (
+        "conv_channel_vectors_transposed",
+        "self.c = nn.ConvTranspose2d(5, 16, (3, 5))",
+        "torch.sigmoid(self.c(x))",
+        "[torch.randn(2, 5, 6, 7)]",
+    ),
     # pow with the exponents torch computes as products and roots (graph_fuse.POW_SCALAR: one multiply, a
     # vector form), at special values, and one it computes with pow (the double body); isnan's vector form.
     (
