@@ -204,6 +204,8 @@ def kernel_groups(plan: dict, fused: list[dict] = ()) -> list[str]:
     groups |= {HELPERS[n["op"]][1] for n in nodes if n["op"] in HELPERS and HELPERS[n["op"]][1]}
     if "conv" in groups:
         groups.add("gemm")  # convolutions run as GEMMs of their input patches (kernels.cpp.j2)
+    if any(n["op"] == "aten.convolution.default" and not n["args"][6] and n["args"][3][-1] > 1 for n in nodes):
+        groups.add("conv_strided")  # conv_vectors.cpp.j2's tiles for a stride along W (compile time)
     return sorted(groups)
 
 
