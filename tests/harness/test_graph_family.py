@@ -22,6 +22,13 @@ F = torch.nn.functional
 
 # (name, Model source, get_inputs source): the classes the issue names, each a graph no family covers.
 CASES = [
+    (  # parameters read by attribute path each call: numeric names (Sequential) and a keyword ("class") too
+        "parameters_by_path",
+        "self.layers = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()); self.register_buffer('shift', torch.randn(4, 1, 1));"
+        " self.head = nn.ModuleDict({'class': nn.Linear(6, 3)})",
+        "self.head['class'](self.layers(x) + self.shift)",
+        "[torch.randn(2, 3, 8, 8)]",
+    ),
     (
         "conv_bn_relu_pool",
         "self.c = nn.Conv2d(3, 8, 3, padding=1); self.bn = nn.BatchNorm2d(8)",
@@ -717,7 +724,10 @@ def test_a_convolutions_blocks_are_split_statically_whatever_the_schedule_and_th
 
     for schedule in ("dynamic", "static"):
         source = templates.render(spec, {"simd": "avx2", "schedule": schedule, "gemm_kc": 256}, "cpp")
-        assert pragma_before(source, "for (int64_t job = 0;") == "schedule(static)"
+        # each thread's share of the jobs is fixed (thread_share, prefetch.h.j2), whatever the schedule
+        job_loops = re.findall(r"\n([^\n]*)\n[^\n]*\n\s*for \(int64_t job = ([^;]*);", source)
+        assert job_loops and all(start == "share.lo" for _, start in job_loops), job_loops
+        assert "schedule" not in "".join(line for line, _ in job_loops)
         assert pragma_before(source, "for (int64_t ib = 0; ib < mblocks; ++ib)") == f"collapse(2) schedule({schedule})"
 
 

@@ -274,3 +274,13 @@ def test_min_max_rounding_sign_and_logical_ops_stay_on_the_vector_body():
         assert group["vector"] is not None, op
     (group,) = _groups(_plan([_node("i", "aten.isinf.default", _ref("x"), dtype="bool")], ["i"]))
     assert group["vector"] is not None
+
+
+def test_a_parameter_is_read_by_its_attribute_path_from_the_reference():
+    from agentkern.policies.builtin.graph_render import parameter_access
+
+    assert parameter_access("conv.weight") == "R.conv.weight"
+    assert parameter_access("bias") == "R.bias"
+    # a name that is no identifier (Sequential's "0") or a keyword: through _attr, part by part
+    assert parameter_access("layers.0.weight") == "_attr(R, ('layers', '0', 'weight'))"
+    assert parameter_access("head.class.bias") == "_attr(R, ('head', 'class', 'bias'))"

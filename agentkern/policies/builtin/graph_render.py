@@ -8,6 +8,7 @@ torch here.
 
 from __future__ import annotations
 
+import keyword
 from collections import Counter
 
 from agentkern.policies.builtin import graph_fuse, graph_rewrite
@@ -209,6 +210,16 @@ def kernel_groups(plan: dict, fused: list[dict] = ()) -> list[str]:
     return sorted(groups)
 
 
+def parameter_access(name: str) -> str:
+    """The expression reading the reference's parameter (or buffer) `name` ("conv.weight", "layers.0.bias") at
+    each call: its attributes from `R` (the reference), as the module holds it then. A dict of named_parameters()
+    rebuilt each call walked every module: 8-14 us of a 100 us forward (KernelBench L2 28 and 40, 2026-11-29)."""
+    parts = name.split(".")
+    if all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        return "R." + name
+    return f"_attr(R, {tuple(parts)!r})"
+
+
 def context(spec: dict) -> dict:
     """What graph/cpp.py.j2 renders from."""
     plan = graph_rewrite.rewrite(spec["attrs"]["graph"])
@@ -217,7 +228,7 @@ def context(spec: dict) -> dict:
         if node["op"] == "input":
             bound.append(f"{node['name']} = inputs[{node['of']}]")
         elif node["op"] == "param":
-            bound.append(f"{node['name']} = P[{node['of']!r}]")
+            bound.append(f"{node['name']} = {parameter_access(node['of'])}")
         elif node["op"] == "constant":
             bound.append(f"{node['name']} = self._constant_{node['name']}")
     outputs = [source(o) for o in plan["outputs"]]
