@@ -202,14 +202,24 @@ CASES = [
         "(lambda o: o[0] * 2 + o[1] + o[2])(torch.native_layer_norm(x, [9], None, None, 1e-5))",
         "[torch.randn(6, 9)]",
     ),
-    (  # unit stride along rows of at least UNIT_STRIDE_MIN_OW outputs (pool.cpp.j2 max_pool_plane_unit_stride):
-        # blocks of 4 vectors, single vectors, a tail, both ends padded, NaNs, dilation along the rows, 3-D with
-        # strides across them
+    (  # long rows at unit stride (pool.cpp.j2 max_pool_plane_separable's vectors at stride 1): many vectors, a
+        # tail, both ends padded, NaNs, dilation along the rows, 3-D with strides across them
         "max_pool_unit_stride_rows",
         "pass",
         "(F.max_pool2d(torch.where(x > 2.0, torch.full_like(x, float('nan')), x), 3, 1, 1),"
         " F.max_pool3d(y, (2, 3, 5), (2, 2, 1), (1, 1, 2), dilation=(1, 1, 2)))",
         "[torch.randn(1, 2, 3, 4200), torch.randn(1, 1, 3, 2, 4150)]",
+    ),
+    (  # max pooling without indices, separably (pool.cpp.j2 max_pool_plane_separable): the window's rows maxed
+        # first, then its taps along W at stride 2 (vectors of even lanes), 1 (short rows) and 3; padding,
+        # dilation, ceil mode (windows past the edge), NaNs
+        "max_pool_separable",
+        "pass",
+        "(F.max_pool3d(torch.where(x > 2.0, torch.full_like(x, float('nan')), x), (2, 3, 3), 2, 1, dilation=(1, 2, 2),"
+        " ceil_mode=True), F.max_pool2d(y, (2, 4), 1, (1, 2), dilation=(1, 3)), F.max_pool2d(y, 3, 3, 1, ceil_mode=True),"
+        " F.max_pool1d(z, 3, 2, 1, 2, ceil_mode=True))",
+        # widths whose vector part ends where the last output reading only inside the row is (at both widths)
+        "[torch.randn(2, 3, 5, 9, 66), torch.randn(2, 3, 6, 21), torch.randn(2, 4, 98)]",
     ),
     (  # NaNs in the windows: a NaN wins its window, as in torch (the pooling kernel's vector path)
         "max_pool_nan",
@@ -686,6 +696,7 @@ AVX2_CASES = [
     "softmax_middle_axis_special_values",
     "streamed_final_outputs",
     "max_pool_unit_stride_rows",
+    "max_pool_separable",
 ]
 
 
@@ -754,8 +765,8 @@ def test_a_matrix_vector_product_sums_in_double(tmp_path):
 
 
 def test_the_rendered_forward_calls_torch_only_to_view_allocate_and_copy(tmp_path):
-    name, init, forward, inputs = CASES[0]
-    path, module = _module(tmp_path, name, init, forward, inputs)
+    (case,) = [c for c in CASES if c[0] == "conv_bn_relu_pool"]
+    path, module = _module(tmp_path, *case)
     _, _, spec = _spec(path, module)
     source = templates.render(spec, {}, "cpp")
     body = source.split("class ModelNew", 1)[1]
