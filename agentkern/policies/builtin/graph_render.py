@@ -213,7 +213,7 @@ def kernel_groups(plan: dict, fused: list[dict] = ()) -> list[str]:
 def parameter_access(name: str) -> str:
     """The expression reading the reference's parameter (or buffer) `name` ("conv.weight", "layers.0.bias") at
     each call: its attributes from `R` (the reference), as the module holds it then. A dict of named_parameters()
-    rebuilt each call walked every module: 8-14 us of a 100 us forward (KernelBench L2 28 and 40, 2026-11-29)."""
+    rebuilt each call walked every module: 3.2 us against 2.2 for KernelBench L2 1's three (timeit, 2026-11-29)."""
     parts = name.split(".")
     if all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
         return "R." + name
