@@ -28,6 +28,11 @@ PROBLEMS = {
         f"torch.randn(1, 203, 77, {BF16}), torch.randn(1, 203, 100, {BF16})",
     ),
     "bmm": ("return torch.bmm(a, b)", f"torch.randn(2, 130, 41, {BF16}), torch.randn(2, 41, 95, {BF16})"),
+    # B transposed, few rows and more columns: each thread packs pairs from its own panels of B^T (few_rows)
+    "b_transposed_few_rows": (
+        "return torch.matmul(a, b.T)",
+        f"torch.randn(13, 77, {BF16}), torch.randn(100, 77, {BF16})",
+    ),
     # enough batches for a batch a thread, B transposed: each thread packs its own pairs from B^T's rows
     "bmm_b_transposed_by_batch": (
         "return torch.bmm(a, b.transpose(1, 2))",
