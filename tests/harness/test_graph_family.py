@@ -53,6 +53,33 @@ CASES = [
         "self.c(x)",
         "[torch.randn(1, 4, 5, 6, 7)]",
     ),
+    # A row reduction's result read beside the rows it reduced: the group run over each row as it is reduced
+    # (reduce_rows_then), with a weight over the rows, a row of zeros (0 / 0), several outer dims.
+    (
+        "row_norm_then_divide",
+        "self.w = nn.Parameter(torch.randn(37))",
+        "x / torch.norm(x, p=2, dim=-1, keepdim=True) * self.w",
+        "[torch.cat([torch.randn(14, 37), torch.zeros(1, 37)]).view(3, 5, 37)]",
+    ),
+    ("row_max_then_exp", "pass", "torch.exp(x - x.amax(-1, keepdim=True))", "[torch.randn(6, 50) * 10]"),
+    # two reductions: the mean moves to the group, the sum of |x| is computed with |x| (fused_<k>_sum_rows)
+    (
+        "row_mean_and_l1",
+        "pass",
+        "(x - x.mean(-1, keepdim=True)) / x.abs().sum(-1, keepdim=True) + x.amin(-1, keepdim=True)",
+        "[torch.randn(9, 70)]",
+    ),
+    # the same group where the rows cannot be finished as reduced, computed after the reduction instead: a dim
+    # other than the last; one row longer than the threads' split (rows cut among them); the result read again
+    ("row_norm_not_last_dim", "pass", "x / x.norm(dim=1, keepdim=True)", "[torch.randn(4, 30, 6)]"),
+    ("row_sum_one_long_row", "pass", "x - x.sum(-1, keepdim=True) / 7.0", "[torch.randn(1, 70000)]"),
+    # the result without keepdim, broadcast along the rows (row r reads all of it), not one value a row
+    ("row_norm_broadcast_along_rows", "pass", "x / x.norm(dim=-1)", "[torch.randn(40, 40)]"),
+    # the sum of |x| is computed with |x| (fused_<k>_sum_rows), where it is: not moved to the group
+    ("l1_norm_rows", "pass", "x / x.abs().sum(-1, keepdim=True)", "[torch.randn(8, 90)]"),
+    # a vector's sum read alone: the group's output is the sum's shape, not the rows'
+    ("row_sum_of_a_vector", "pass", "torch.sigmoid(x.sum(-1)) * 2", "[torch.randn(50)]"),
+    ("row_mean_returned_too", "pass", "(x - (m := x.mean(-1, keepdim=True)), m)", "[torch.randn(5, 40)]"),
     ("sum_middle_dim", "pass", "x.sum(dim=1)", "[torch.randn(4, 6, 5)]"),
     # long columns summed (and averaged) in double: 300000 float32 adds of 0.1 drift far past 1e-4 relative
     (
@@ -697,6 +724,7 @@ AVX2_CASES = [
     "streamed_final_outputs",
     "max_pool_unit_stride_rows",
     "max_pool_separable",
+    "row_norm_then_divide",
 ]
 
 
@@ -706,7 +734,8 @@ def test_the_avx2_kernels_compute_the_reference(tmp_path, name):
     _renders_the_reference(tmp_path, *case, {"simd": "avx2"})
 
 
-def _renders_the_reference(tmp_path, name, init, forward, inputs, params):
+def _renders_the_reference(tmp_path, name, init, forward, inputs, params, patch=None):
+    """`patch(source, module)`: called on the rendered file's source and module before the kernel is built."""
     path, module = _module(tmp_path, name, init, forward, inputs)
     model, example, spec = _spec(path, module)
     rendered = tmp_path / f"{name}_graph.py"
@@ -714,6 +743,8 @@ def _renders_the_reference(tmp_path, name, init, forward, inputs, params):
     loaded = importlib.util.spec_from_file_location(f"{name}_graph", rendered)
     solution = importlib.util.module_from_spec(loaded)
     loaded.loader.exec_module(solution)
+    if patch is not None:
+        patch(rendered.read_text(), solution)
     torch.manual_seed(42)
     kernel = solution.ModelNew().eval()
     for trial in range(2):
@@ -722,6 +753,47 @@ def _renders_the_reference(tmp_path, name, init, forward, inputs, params):
         with torch.no_grad():
             expected, got = model(*args), kernel(*args)
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["row_norm_then_divide", "row_max_then_exp", "row_mean_and_l1"])
+def test_a_row_reductions_group_runs_over_each_row_as_it_is_reduced(tmp_path, name):
+    # The two passes (the reduction, then the group by _fused) are the fallback: made to fail here, so these
+    # cases, whose layouts allow it, must run the group in the reduction's row loop (reduce_rows_then).
+    def no_second_pass(source, module):
+        forward = source[source.index("def forward(self, *inputs)") :]
+        assert re.search(r"= _(vector_norm|amax|mean)\(v\d+, .*epilogue=\(0, ", forward), forward
+
+        def refused(*args, **kwargs):
+            raise AssertionError("the group ran as a pass of its own")
+
+        module._fused = refused
+
+    (case,) = [c for c in CASES if c[0] == name]
+    _renders_the_reference(tmp_path, *case, {}, patch=no_second_pass)
+
+
+@pytest.mark.parametrize(
+    "name", ["row_norm_then_divide", "row_max_then_exp", "row_mean_and_l1", "row_sum_one_long_row", "l1_norm_rows"]
+)
+def test_finishing_a_reductions_rows_as_they_are_reduced_changes_no_value(tmp_path, name):
+    # the same rendered forward with the row loop (reduce_rows_then) and without it (the reduction, then the
+    # group): bit for bit the same, as fusing promises; the long row is cut among the threads in both.
+    (case,) = [c for c in CASES if c[0] == name]
+    path, module = _module(tmp_path, *case)
+    _, _, spec = _spec(path, module)
+    rendered = tmp_path / f"{name}_graph.py"
+    rendered.write_text(templates.render(spec, {}, "cpp"))
+    loaded = importlib.util.spec_from_file_location(f"{name}_graph", rendered)
+    solution = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(solution)
+    kernel = solution.ModelNew().eval()
+    torch.manual_seed(7)
+    args = module.get_inputs()
+    with torch.no_grad():
+        rows = kernel(*args)
+        solution._reduce_then = lambda *a, **k: None
+        passes = kernel(*args)
+    torch.testing.assert_close(rows, passes, rtol=0, atol=0, equal_nan=True)
 
 
 def test_a_convolutions_blocks_are_split_statically_whatever_the_schedule_and_the_gemms_follow_it(tmp_path):

@@ -284,3 +284,26 @@ def test_a_parameter_is_read_by_its_attribute_path_from_the_reference():
     # a name that is no identifier (Sequential's "0") or a keyword: through _attr, part by part
     assert parameter_access("layers.0.weight") == "_attr(R, ('layers', '0', 'weight'))"
     assert parameter_access("head.class.bias") == "_attr(R, ('head', 'class', 'bias'))"
+
+
+def test_a_group_reading_a_row_reduction_beside_its_rows_is_computed_by_the_reduction_where_it_alone_reads_it():
+    norm = _node("n", "aten.linalg_vector_norm.default", _ref("x"), 2, [-1], True)
+    divide = _node("d", "aten.div.Tensor", _ref("x"), _ref("n"))
+    (group,) = _groups(_plan([norm, divide], ["d"]))
+    assert group["rows_of"] == "n"
+    lines = context({"attrs": {"graph": _plan([norm, divide], ["d"])}})["lines"]
+    # the norm's own line is gone: it runs at the group's place, the group as its epilogue
+    assert lines == ["d = _vector_norm(x, 2, [-1], True, epilogue=(0, [(x, False), (None, False)], []))"]
+    # the norm returned as well, or read by another op: computed on its own, the group after it
+    assert _groups(_plan([norm, divide], ["d", "n"]))[0]["rows_of"] is None
+    twice = _node("t", "aten.mul.Tensor", _ref("n"), 2.0)
+    assert [g["rows_of"] for g in _groups(_plan([norm, divide, twice], ["d", "t"]))] == [None, None]
+    # a reduction the op-by-op path has no row kernel for (a product) is not one either
+    prod = _node("n", "aten.prod.dim_int", _ref("x"), -1, True)
+    assert _groups(_plan([prod, divide], ["d"]))[0]["rows_of"] is None
+    # a sum that computes another group as it sums it stays where it is
+    absolute = _node("a", "aten.abs.default", _ref("x"))
+    total = _node("s", "aten.sum.dim_IntList", _ref("a"), [-1], True)
+    over = _node("d", "aten.div.Tensor", _ref("x"), _ref("s"))
+    summed, divided = _groups(_plan([absolute, total, over], ["d"]))
+    assert summed["reduced"] == "s" and divided["rows_of"] is None

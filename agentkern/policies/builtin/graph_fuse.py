@@ -302,7 +302,13 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
         group = _group(len(result), members, by_name, item0)
         group["conv"] = _epilogue_of(group, by_name, readers, outputs)
         group["reduced"] = _reduced_by(group, by_name, readers, outputs)
+        group["rows_of"] = _row_epilogue_of(group, by_name, readers, outputs)
         result.append(group)
+    # A reduction that sums another group (fused_<k>_sum_rows) is computed by that group's line: it cannot move.
+    summing = {g["reduced"] for g in result}
+    for group in result:
+        if group["rows_of"] in summing:
+            group["rows_of"] = None
     return result
 
 
@@ -363,6 +369,37 @@ def _reduced_by(group: dict, by_name: dict, readers: dict, outputs: set) -> str 
     if node["op"] not in SUMMED or node.get("dtype") != "float32" or dtype not in (None, {"dtype": "float32"}):
         return None
     return node["name"] if node["args"][0] == {"ref": root} else None
+
+
+# Row reductions whose rows a fused group can finish as each one is reduced (kernels.cpp.j2, reduce_rows_then):
+# op -> the reduction's kind there (reduce_rows's codes).
+ROW_REDUCED = {
+    "aten.sum.dim_IntList": 0,
+    "aten.mean.dim": 1,
+    "aten.amax.default": 2,
+    "aten.amin.default": 3,
+    "aten.linalg_vector_norm.default": 10,
+}
+
+
+def _row_epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> str | None:
+    """The float32 reduction (ROW_REDUCED) whose result this group reads beside the rows it reduced (`x /
+    x.norm(dim=-1, keepdim=True)`, `x - x.amax(-1, keepdim=True)`), read by this group's members alone: the
+    reduction then runs the group over each row as soon as the row is reduced, while the row is in cache (one
+    read of x from memory instead of two), and is computed where the group is. Whether the layouts allow it (the
+    last dim reduced, each leaf one value or one row per row) is known at run time only: the helper falls back
+    to the two passes. The group float32 with a vector body, no channel leaves, nothing else finishing it."""
+    if group["vector"] is None or group["dtype"] != "float32" or group["conv"] or group["reduced"] or group["tuple"]:
+        return None
+    if any(channel for _, channel in group["leaves"]):
+        return None
+    for value, _ in group["leaves"]:
+        node = by_name.get(value["ref"])
+        if node is None or node["op"] not in ROW_REDUCED or node.get("dtype") != "float32":
+            continue
+        if node["name"] not in outputs and readers.get(node["name"], set()) <= set(group["members"]):
+            return node["name"]
+    return None
 
 
 def _reads(name: str, by_name: dict, item0: dict, inside: set[str]):

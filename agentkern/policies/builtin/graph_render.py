@@ -155,12 +155,12 @@ def _fused_line(group: dict, final: bool = False) -> str:
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
 
 
-def _conv_epilogue_line(group: dict, conv: dict) -> str:
-    """The convolution computing a fused group as its epilogue (graph_fuse._epilogue_of), at the group's root;
-    its own output is the leaf written None."""
-    leaves = _leaves_text(group, conv["name"])
+def _epilogue_line(group: dict, node: dict) -> str:
+    """The convolution (graph_fuse._epilogue_of) or row reduction (graph_fuse._row_epilogue_of) computing a
+    fused group as its epilogue, at the group's root; its own output is the leaf written None."""
+    leaves = _leaves_text(group, node["name"])
     epilogue = f"epilogue=({group['index']}, [{leaves}], [{_numbers(group['params'])}])"
-    call = _call(HELPERS[conv["op"]][0], conv, epilogue)
+    call = _call(HELPERS[node["op"]][0], node, epilogue)
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
 
 
@@ -180,6 +180,7 @@ def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
     by_name = {n["name"]: n for n in plan["nodes"]}
     finals = returned_unread(plan)
     changed: dict[str, str | None] = {g["conv"]: None for g in fused if g["conv"]}
+    changed |= {g["rows_of"]: None for g in fused if g["rows_of"]}
     changed |= {g["reduced"]: _fused_sum_line(g, by_name[g["reduced"]]) for g in fused if g["reduced"]}
     for node in plan["nodes"]:
         name = node["name"]
@@ -187,8 +188,8 @@ def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
             group = members[name]
             if group["root"] != name or group["reduced"]:
                 changed[name] = None
-            elif group["conv"]:
-                changed[name] = _conv_epilogue_line(group, by_name[group["conv"]])
+            elif group["conv"] or group["rows_of"]:
+                changed[name] = _epilogue_line(group, by_name[group["conv"] or group["rows_of"]])
             else:
                 changed[name] = _fused_line(group, name in finals)
         elif node["op"] == "getitem" and node["args"][0]["ref"] in members:
