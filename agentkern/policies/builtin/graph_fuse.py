@@ -342,9 +342,16 @@ def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> str
     float32 with a vector body. None if there is none."""
     if group["vector"] is None or group["dtype"] != "float32":
         return None
+    return _leaf_read_here_alone(group, {"aten.convolution.default"}, by_name, readers, outputs)
+
+
+def _leaf_read_here_alone(group: dict, ops, by_name: dict, readers: dict, outputs: set) -> str | None:
+    """The first of the group's plain (not channel) leaves that is a float32 node of one of `ops`, not returned
+    and read by this group's members alone: one the group can be computed with (_epilogue_of,
+    _row_epilogue_of). None if there is none."""
     for value, channel in group["leaves"]:
         node = by_name.get(value["ref"])
-        if channel or node is None or node["op"] != "aten.convolution.default" or node.get("dtype") != "float32":
+        if channel or node is None or node["op"] not in ops or node.get("dtype") != "float32":
             continue
         if node["name"] not in outputs and readers.get(node["name"], set()) <= set(group["members"]):
             return node["name"]
@@ -393,13 +400,7 @@ def _row_epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) ->
         return None
     if any(channel for _, channel in group["leaves"]):
         return None
-    for value, _ in group["leaves"]:
-        node = by_name.get(value["ref"])
-        if node is None or node["op"] not in ROW_REDUCED or node.get("dtype") != "float32":
-            continue
-        if node["name"] not in outputs and readers.get(node["name"], set()) <= set(group["members"]):
-            return node["name"]
-    return None
+    return _leaf_read_here_alone(group, ROW_REDUCED, by_name, readers, outputs)
 
 
 def _reads(name: str, by_name: dict, item0: dict, inside: set[str]):
