@@ -45,18 +45,20 @@ def shrink(problem, max_flops: float = CHECK_FLOPS, max_bytes: float = CHECK_BYT
     return chosen
 
 
-def shape_constants(problem) -> dict[str, tuple]:
-    """Module tuples of ints that get_inputs or get_init_inputs read (KernelBench's `input_shape = (32768,)`):
-    halved with the ints, or a shape that must match a halved size (a loss's targets) would stop the halving."""
+def shape_constants(problem) -> dict[str, tuple | list]:
+    """Module tuples and lists of ints that get_inputs or get_init_inputs read: halved with the ints, or a shape
+    that must match a halved size (a loss's targets, KernelBench's `input_shape = (32768,)`) would stop the
+    halving, and a network's layer widths (`hidden_layer_sizes = [32768, 32768]`: a 4 GiB weight) would keep
+    the reference too large for this machine whatever its batch."""
     read = read_by_inputs(problem)
     return {
         name: value
         for name, value in vars(problem).items()
-        if name in read and isinstance(value, tuple) and value and all(type(v) is int for v in value)
+        if name in read and isinstance(value, (tuple, list)) and value and all(type(v) is int for v in value)
     }
 
 
 def _halved(value):
-    if isinstance(value, tuple):
-        return tuple(v // 2 if v >= SHRINKABLE else v for v in value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(v // 2 if v >= SHRINKABLE else v for v in value)
     return value // 2 if value >= SHRINKABLE else value

@@ -59,3 +59,54 @@ def test_the_recogniser_sees_the_sized_shapes_and_the_model_source_keeps_them(si
         "    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(WIDTH, WIDTH)\n"
     )
     assert model_source(uses_constant, overrides={"WIDTH": 32}).rstrip().endswith("WIDTH = 32")
+
+
+WIDE_MLP = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, input_size, hidden, output_size):
+        super().__init__()
+        layers, width = [], input_size
+        for h in hidden:
+            layers += [nn.Linear(width, h), nn.ReLU()]
+            width = h
+        self.net = nn.Sequential(*layers, nn.Linear(width, output_size))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+batch_size = 128
+input_size = 16384
+hidden_layer_sizes = [32768, 32768]
+output_size = 16384
+
+
+def get_inputs():
+    return [torch.rand(batch_size, input_size)]
+
+
+def get_init_inputs():
+    return [input_size, hidden_layer_sizes, output_size]
+"""
+
+
+def test_the_small_size_halves_a_networks_layer_widths_given_as_a_list(tmp_path):
+    """KernelBench L3 2_ShallowWideMLP: its 32768 x 32768 weights are 4 GiB whatever the batch; only the list of
+    widths brings the reference under the small size's budget."""
+    from agentkern.harness.loading import load_problem_module
+    from agentkern.harness.meta_work import meta_work
+    from agentkern.sizes import SMALL_BYTES, SMALL_FLOPS, apply_size
+
+    path = tmp_path / "wide.py"
+    path.write_text(WIDE_MLP)
+    module = load_problem_module(str(path), "wide_mlp", None, register=False)
+    sized = apply_size(module, "small")
+    hidden = sized["hidden_layer_sizes"]
+    assert isinstance(hidden, list) and len(hidden) == 2 and hidden[0] == hidden[1] < 32768
+    assert module.hidden_layer_sizes == hidden and module.input_size == sized["input_size"] < 16384
+    work = meta_work(module)
+    assert work["flops"] <= SMALL_FLOPS and work["bytes"] <= SMALL_BYTES
