@@ -556,6 +556,42 @@ CASES = [
         "self.c(x)",
         "[torch.randn(2, 3, 17, 70)]",
     ),
+    # Few output positions an image, W at least four times the patches (conv.cpp.j2 conv3d_few_positions: the
+    # patches as a linear layer's rows): a residual block's layer at 2 x 2 with batch norm, ReLU and the skip as
+    # its epilogue (K in two blocks, an edge panel of 16 channels); 3-D strided, dilated and padded with a bias;
+    # grouped; a transposed convolution's small phases; then the implicit GEMM again where the patches outweigh
+    # W (fewer channels than four times the patches) or P is more than half a panel.
+    (
+        "conv_few_positions_residual_bn",
+        "self.c = nn.Conv2d(48, 48, 3, padding=1, bias=False); self.bn = nn.BatchNorm2d(48)",
+        "torch.relu(self.bn(self.c(x)) + x)",
+        "[torch.randn(2, 48, 2, 2)]",
+    ),
+    (
+        "conv_few_positions_3d_strided_dilated",
+        "self.c = nn.Conv3d(6, 50, (3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1), dilation=(1, 2, 1))",
+        "self.c(x)",
+        "[torch.randn(1, 6, 4, 3, 5)]",
+    ),
+    (
+        "conv_few_positions_grouped",
+        "self.c = nn.Conv2d(8, 160, 3, groups=2, padding=1)",
+        "torch.sigmoid(self.c(x))",
+        "[torch.randn(1, 8, 3, 3)]",
+    ),
+    (
+        "conv_few_positions_transposed",
+        "self.c = nn.ConvTranspose2d(16, 64, 3, stride=2)",
+        "self.c(x) * 0.5",
+        "[torch.randn(1, 16, 2, 2)]",
+    ),
+    (
+        "conv_few_positions_many_patches",
+        "self.c = nn.Conv2d(16, 24, 3, padding=1)",
+        "torch.relu(self.c(x))",
+        "[torch.randn(40, 16, 4, 4)]",
+    ),
+    ("conv_few_positions_wide_rows", "self.c = nn.Conv1d(8, 256, 3)", "self.c(x)", "[torch.randn(1, 8, 40)]"),
     # The channel-vector convolution (conv.cpp.j2 conv3d_channel_vectors), where a GEMM panel would be mostly
     # unused: rows of 6 through a 3 x 7 kernel with its fused group finished on each job's rows; a transposed
     # convolution's stride-1 phase framed by 2 and 4 zeros (only x's own products computed), bias, epilogue.
@@ -725,6 +761,8 @@ AVX2_CASES = [
     "max_pool_unit_stride_rows",
     "max_pool_separable",
     "row_norm_then_divide",
+    "conv_few_positions_residual_bn",
+    "conv_few_positions_grouped",
 ]
 
 
