@@ -592,6 +592,17 @@ CASES = [
         "[torch.randn(40, 16, 4, 4)]",
     ),
     ("conv_few_positions_wide_rows", "self.c = nn.Conv1d(8, 256, 3)", "self.c(x)", "[torch.randn(1, 8, 40)]"),
+    # At most eight rows against a B given transposed (gemm.cpp.j2 gemm_dot_rows: dot products along K, B^T read
+    # in place): K and N not whole vectors and blocks, one to eight rows, addmm's alpha and beta, a batch.
+    ("linear_dot_rows", "self.l = nn.Linear(70, 45)", "torch.tanh(self.l(x))", "[torch.randn(3, 70)]"),
+    ("linear_dot_one_row", "self.l = nn.Linear(100, 9)", "self.l(x)", "[torch.randn(1, 100)]"),
+    (
+        "linear_dot_eight_rows_scaled",
+        "self.w = nn.Parameter(torch.randn(10, 33)); self.b = nn.Parameter(torch.randn(10))",
+        "torch.addmm(self.b, x, self.w.t(), beta=0.5, alpha=2.0)",
+        "[torch.randn(8, 33)]",
+    ),
+    ("bmm_dot_rows", "pass", "torch.bmm(x, y.transpose(1, 2))", "[torch.randn(3, 5, 40), torch.randn(3, 7, 40)]"),
     # The channel-vector convolution (conv.cpp.j2 conv3d_channel_vectors), where a GEMM panel would be mostly
     # unused: rows of 6 through a 3 x 7 kernel with its fused group finished on each job's rows; a transposed
     # convolution's stride-1 phase framed by 2 and 4 zeros (only x's own products computed), bias, epilogue.
@@ -763,6 +774,8 @@ AVX2_CASES = [
     "row_norm_then_divide",
     "conv_few_positions_residual_bn",
     "conv_few_positions_grouped",
+    "linear_dot_rows",
+    "bmm_dot_rows",
 ]
 
 
