@@ -603,6 +603,30 @@ CASES = [
         "[torch.randn(8, 33)]",
     ),
     ("bmm_dot_rows", "pass", "torch.bmm(x, y.transpose(1, 2))", "[torch.randn(3, 5, 40), torch.randn(3, 7, 40)]"),
+    # A GEMM's fused group run over each block of its output as the kernel completes it (gemm.cpp.j2 g_finish),
+    # on every path: row blocks (400 rows, K in two blocks), few rows (an edge panel), a batch (the leaf one
+    # value a row, the same in every batch entry), a matrix-vector product; dot rows: linear_dot_rows above.
+    (
+        "gemm_epilogue_blocks",
+        "self.l = nn.Linear(300, 200); self.s = nn.Parameter(torch.randn(200))",
+        "torch.relu(self.l(x)) * self.s + y",
+        "[torch.randn(400, 300), torch.randn(400, 1)]",
+    ),
+    ("gemm_epilogue_few_rows", "self.l = nn.Linear(70, 100)", "F.gelu(self.l(x)) - 0.5", "[torch.randn(50, 70)]"),
+    (
+        "bmm_epilogue",
+        "pass",
+        "torch.sigmoid(torch.bmm(x, y) * z)",
+        "[torch.randn(3, 40, 50), torch.randn(3, 50, 60), torch.randn(40, 1)]",
+    ),
+    ("mm_vector_epilogue", "pass", "torch.tanh(torch.mm(x, y)) + 1.0", "[torch.randn(50, 30), torch.randn(30, 1)]"),
+    # a leaf that is not contiguous along the output's rows: the group's own pass after the GEMM
+    (
+        "gemm_epilogue_transposed_leaf",
+        "pass",
+        "torch.mm(x, y) * z.t()",
+        "[torch.randn(20, 30), torch.randn(30, 40), torch.randn(40, 20)]",
+    ),
     # The channel-vector convolution (conv.cpp.j2 conv3d_channel_vectors), where a GEMM panel would be mostly
     # unused: rows of 6 through a 3 x 7 kernel with its fused group finished on each job's rows; a transposed
     # convolution's stride-1 phase framed by 2 and 4 zeros (only x's own products computed), bias, epilogue.
@@ -776,6 +800,8 @@ AVX2_CASES = [
     "conv_few_positions_grouped",
     "linear_dot_rows",
     "bmm_dot_rows",
+    "gemm_epilogue_blocks",
+    "bmm_epilogue",
 ]
 
 
@@ -845,6 +871,58 @@ def test_finishing_a_reductions_rows_as_they_are_reduced_changes_no_value(tmp_pa
         solution._reduce_then = lambda *a, **k: None
         passes = kernel(*args)
     torch.testing.assert_close(rows, passes, rtol=0, atol=0, equal_nan=True)
+
+
+GEMM_EPILOGUES = [
+    "gemm_epilogue_blocks",
+    "gemm_epilogue_few_rows",
+    "bmm_epilogue",
+    "mm_vector_epilogue",
+    "linear_dot_rows",
+]
+
+
+@pytest.mark.parametrize("name", GEMM_EPILOGUES)
+def test_a_gemms_group_runs_as_the_gemm_completes_its_blocks(tmp_path, name):
+    # The group's own pass (_fused) is the fallback: made to fail, so these cases, whose layouts allow it, must
+    # run the group inside the GEMM's kernel.
+    def no_second_pass(source, module):
+        forward = source[source.index("def forward(self, *inputs)") :]
+        assert re.search(r"= _(addmm|mm|bmm)\(.*epilogue=\(0, ", forward), forward
+
+        def refused(*args, **kwargs):
+            raise AssertionError("the group ran as a pass of its own")
+
+        module._fused = refused
+
+    (case,) = [c for c in CASES if c[0] == name]
+    _renders_the_reference(tmp_path, *case, {}, patch=no_second_pass)
+
+
+@pytest.mark.parametrize("name", [*GEMM_EPILOGUES, "gemm_epilogue_transposed_leaf"])
+def test_finishing_a_gemms_blocks_changes_no_value(tmp_path, name):
+    # the same forward with the group run inside the GEMM and as its own pass after it: bit for bit the same
+    (case,) = [c for c in CASES if c[0] == name]
+    path, module = _module(tmp_path, *case)
+    _, _, spec = _spec(path, module)
+    rendered = tmp_path / f"{name}_graph.py"
+    rendered.write_text(templates.render(spec, {}, "cpp"))
+    loaded = importlib.util.spec_from_file_location(f"{name}_graph", rendered)
+    solution = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(solution)
+    kernel = solution.ModelNew().eval()
+    torch.manual_seed(7)
+    args = module.get_inputs()
+    passes = []
+    real_fused = solution._fused
+    solution._fused = lambda *a, **k: passes.append(1) or real_fused(*a, **k)
+    with torch.no_grad():
+        inside = kernel(*args)
+        solution._epilogue_args = lambda *a, **k: None
+        after = kernel(*args)
+    # the transposed leaf falls back both times; the others ran their group inside the first time only
+    assert len(passes) == (2 if name == "gemm_epilogue_transposed_leaf" else 1)
+    torch.testing.assert_close(inside, after, rtol=0, atol=0, equal_nan=True)
 
 
 def test_a_convolutions_blocks_are_split_statically_whatever_the_schedule_and_the_gemms_follow_it(tmp_path):

@@ -10,7 +10,8 @@ joins too: per channel it is (x - mean) / sqrt(var + eps) * w + b, its four vect
 
 A group whose members all compute float32 (or compare) and all have a vector form (EW_VEC) also gets a
 vector body, used at run time when the innermost run of the output is one contiguous or broadcast stream per
-leaf; a convolution whose output only the group reads runs that body as its epilogue (`conv`). No torch here.
+leaf; a convolution or GEMM whose output only the group reads runs that body as its epilogue (`finished_by`).
+No torch here.
 """
 
 from __future__ import annotations
@@ -251,9 +252,9 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
     "dtype", "tuple" (the root is a batch norm, read as item 0), "leaves" ([{"ref": name}, channel] pairs:
     channel leaves are read as [C, 1, ...] over the output), "params" (numbers), "scalar" (the C++ body in
     double, lines), "vector" (the float32 body, or None), "uniform" (what the vector body reads as U[i],
-    computed once per run from the channel leaves' values B[k][0]), "conv" (the convolution that computes
-    the group as its epilogue, or None)}. A lone elementwise op is a group too (its kernel vectorised where
-    the op-by-op one computes in double). `read_whole`: the nodes read other than as item 0
+    computed once per run from the channel leaves' values B[k][0]), "finished_by" (the convolution or GEMM
+    that computes the group as its epilogue, or None)}. A lone elementwise op is a group too (its kernel
+    vectorised where the op-by-op one computes in double). `read_whole`: the nodes read other than as item 0
     (graph_render.whole_tuples_read): a batch norm among them keeps its own kernel."""
     uses = Counter(refs(plan["outputs"]))
     for node in plan["nodes"]:
@@ -300,7 +301,7 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
             continue
         seen.add(id(members))
         group = _group(len(result), members, by_name, item0)
-        group["conv"] = _epilogue_of(group, by_name, readers, outputs)
+        group["finished_by"] = _epilogue_of(group, by_name, readers, outputs)
         group["reduced"] = _reduced_by(group, by_name, readers, outputs)
         group["rows_of"] = _row_epilogue_of(group, by_name, readers, outputs)
         result.append(group)
@@ -336,13 +337,18 @@ def _merge_read_within(group_of: dict, readers: dict, outputs: set, by_name: dic
             break
 
 
+# Ops whose kernels run a fused group over each block of their output as they complete it (conv.cpp.j2,
+# gemm.cpp.j2's g_finish): the output written once, finished while in cache, no call of the group's own.
+FINISHING = {"aten.convolution.default", "aten.mm.default", "aten.bmm.default", "aten.addmm.default"}
+
+
 def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> str | None:
-    """The convolution (transposed or not) whose output this group can finish in place, as each stretch of it
-    is computed: a leaf that is a convolution's float32 output read by this group's members alone, the group
-    float32 with a vector body. None if there is none."""
+    """The convolution (transposed or not) or GEMM whose output this group can finish in place, as each
+    stretch of it is computed: a leaf that is such an op's float32 output read by this group's members alone,
+    the group float32 with a vector body. None if there is none."""
     if group["vector"] is None or group["dtype"] != "float32":
         return None
-    return _leaf_read_here_alone(group, {"aten.convolution.default"}, by_name, readers, outputs)
+    return _leaf_read_here_alone(group, FINISHING, by_name, readers, outputs)
 
 
 def _leaf_read_here_alone(group: dict, ops, by_name: dict, readers: dict, outputs: set) -> str | None:
@@ -366,7 +372,7 @@ def _reduced_by(group: dict, by_name: dict, readers: dict, outputs: set) -> str 
     """The float32 sum or mean that is the only reader of this group's result (a loss's mean of its
     elementwise terms), which then computes the group as it sums, never storing it; None if there is none.
     The group float32 with a vector body, no channel leaves and no convolution finishing it."""
-    if group["vector"] is None or group["dtype"] != "float32" or group["conv"] or group["tuple"]:
+    if group["vector"] is None or group["dtype"] != "float32" or group["finished_by"] or group["tuple"]:
         return None
     root = group["root"]
     if root in outputs or any(channel for _, channel in group["leaves"]) or len(readers.get(root, ())) != 1:
@@ -396,7 +402,13 @@ def _row_epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) ->
     read of x from memory instead of two), and is computed where the group is. Whether the layouts allow it (the
     last dim reduced, each leaf one value or one row per row) is known at run time only: the helper falls back
     to the two passes. The group float32 with a vector body, no channel leaves, nothing else finishing it."""
-    if group["vector"] is None or group["dtype"] != "float32" or group["conv"] or group["reduced"] or group["tuple"]:
+    if (
+        group["vector"] is None
+        or group["dtype"] != "float32"
+        or group["finished_by"]
+        or group["reduced"]
+        or group["tuple"]
+    ):
         return None
     if any(channel for _, channel in group["leaves"]):
         return None

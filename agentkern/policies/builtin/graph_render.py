@@ -119,12 +119,13 @@ def _numbers(values: list[float]) -> str:
     )
 
 
-def _leaves_text(group: dict, conv: str | None = None) -> str:
+def _leaves_text(group: dict, finisher: str | None = None) -> str:
     """A fused group's leaves as the helpers take them, (tensor, channel) pairs: an int64 leaf float32 holds
-    exactly (graph_fuse.int_range) passed as float32, so the vector body reads it; `conv`'s output None."""
+    exactly (graph_fuse.int_range) passed as float32, so the vector body reads it; `finisher`'s output (the
+    node computing the group as its epilogue) None."""
     pairs = []
     for k, (value, channel) in enumerate(group["leaves"]):
-        if conv is not None and value["ref"] == conv:
+        if finisher is not None and value["ref"] == finisher:
             pairs.append("(None, False)")
             continue
         tensor = f"{source(value)}.float()" if k in group.get("float_leaves", ()) else source(value)
@@ -156,8 +157,8 @@ def _fused_line(group: dict, final: bool = False) -> str:
 
 
 def _epilogue_line(group: dict, node: dict) -> str:
-    """The convolution (graph_fuse._epilogue_of) or row reduction (graph_fuse._row_epilogue_of) computing a
-    fused group as its epilogue, at the group's root; its own output is the leaf written None."""
+    """The convolution or GEMM (graph_fuse._epilogue_of) or row reduction (graph_fuse._row_epilogue_of)
+    computing a fused group as its epilogue, at the group's root; its own output is the leaf written None."""
     leaves = _leaves_text(group, node["name"])
     epilogue = f"epilogue=({group['index']}, [{leaves}], [{_numbers(group['params'])}])"
     call = _call(HELPERS[node["op"]][0], node, epilogue)
@@ -175,11 +176,11 @@ def _fused_sum_line(group: dict, node: dict) -> str:
 
 def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
     """Node name -> its statement where fusion changes it: a group's root computes the group (or the
-    convolution it finishes does, there), its other members (and a getitem reading one) compute nothing."""
+    convolution or GEMM it finishes does, there), its other members (and a getitem reading one) compute nothing."""
     members = {m: g for g in fused for m in g["members"]}
     by_name = {n["name"]: n for n in plan["nodes"]}
     finals = returned_unread(plan)
-    changed: dict[str, str | None] = {g["conv"]: None for g in fused if g["conv"]}
+    changed: dict[str, str | None] = {g["finished_by"]: None for g in fused if g["finished_by"]}
     changed |= {g["rows_of"]: None for g in fused if g["rows_of"]}
     changed |= {g["reduced"]: _fused_sum_line(g, by_name[g["reduced"]]) for g in fused if g["reduced"]}
     for node in plan["nodes"]:
@@ -188,8 +189,8 @@ def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
             group = members[name]
             if group["root"] != name or group["reduced"]:
                 changed[name] = None
-            elif group["conv"] or group["rows_of"]:
-                changed[name] = _epilogue_line(group, by_name[group["conv"] or group["rows_of"]])
+            elif group["finished_by"] or group["rows_of"]:
+                changed[name] = _epilogue_line(group, by_name[group["finished_by"] or group["rows_of"]])
             else:
                 changed[name] = _fused_line(group, name in finals)
         elif node["op"] == "getitem" and node["args"][0]["ref"] in members:
