@@ -253,7 +253,8 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
     channel leaves are read as [C, 1, ...] over the output), "params" (numbers), "scalar" (the C++ body in
     double, lines), "vector" (the float32 body, or None), "uniform" (what the vector body reads as U[i],
     computed once per run from the channel leaves' values B[k][0]), "finished_by" (the convolution or GEMM
-    that computes the group as its epilogue, or None)}. A lone elementwise op is a group too (its kernel
+    that computes the group as its epilogue, or None), "finished_leaf" (the leaf standing for its output: that
+    node, or a view of it)}. A lone elementwise op is a group too (its kernel
     vectorised where the op-by-op one computes in double). `read_whole`: the nodes read other than as item 0
     (graph_render.whole_tuples_read): a batch norm among them keeps its own kernel."""
     uses = Counter(refs(plan["outputs"]))
@@ -301,7 +302,7 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
             continue
         seen.add(id(members))
         group = _group(len(result), members, by_name, item0)
-        group["finished_by"] = _epilogue_of(group, by_name, readers, outputs)
+        group["finished_by"], group["finished_leaf"] = _epilogue_of(group, by_name, readers, outputs)
         group["reduced"] = _reduced_by(group, by_name, readers, outputs)
         group["rows_of"] = _row_epilogue_of(group, by_name, readers, outputs)
         result.append(group)
@@ -340,28 +341,55 @@ def _merge_read_within(group_of: dict, readers: dict, outputs: set, by_name: dic
 # Ops whose kernels run a fused group over each block of their output as they complete it (conv.cpp.j2,
 # gemm.cpp.j2's g_finish): the output written once, finished while in cache, no call of the group's own.
 FINISHING = {"aten.convolution.default", "aten.mm.default", "aten.bmm.default", "aten.addmm.default"}
+# A linear layer on [B, T, C] is a view to [B T, C], the 2-D GEMM, and a view back: the group reads the view.
+ROW_VIEWS = {"aten.view.default", "aten._unsafe_view.default"}
 
 
-def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> str | None:
-    """The convolution (transposed or not) or GEMM whose output this group can finish in place, as each
-    stretch of it is computed: a leaf that is such an op's float32 output read by this group's members alone,
-    the group float32 with a vector body. None if there is none."""
+def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> tuple[str | None, str | None]:
+    """(the convolution (transposed or not) or GEMM whose output this group can finish in place, as each
+    stretch of it is computed, the group's leaf that stands for that output): a leaf that is such an op's
+    float32 output read by this group's members alone, or a view of a 2-D GEMM's output with its rows' length
+    kept (the GEMM read by the view alone), the group float32 with a vector body. (None, None) if there is none."""
     if group["vector"] is None or group["dtype"] != "float32":
-        return None
-    return _leaf_read_here_alone(group, FINISHING, by_name, readers, outputs)
+        return None, None
+    return _leaf_read_here_alone(group, FINISHING, by_name, readers, outputs, through_views=True) or (None, None)
 
 
-def _leaf_read_here_alone(group: dict, ops, by_name: dict, readers: dict, outputs: set) -> str | None:
-    """The first of the group's plain (not channel) leaves that is a float32 node of one of `ops`, not returned
-    and read by this group's members alone: one the group can be computed with (_epilogue_of,
-    _row_epilogue_of). None if there is none."""
+def _leaf_read_here_alone(
+    group: dict, ops, by_name: dict, readers: dict, outputs: set, through_views: bool = False
+) -> tuple[str, str] | None:
+    """(node, leaf) for the first of the group's plain (not channel) leaves that is a float32 node of one of
+    `ops` (node and leaf the same), or with `through_views` a row-keeping view (ROW_VIEWS) of a 2-D one's
+    output, not returned and read by this group's members alone: one the group can be computed with
+    (_epilogue_of, _row_epilogue_of). None if there is none."""
+    members = set(group["members"])
     for value, channel in group["leaves"]:
         node = by_name.get(value["ref"])
-        if channel or node is None or node["op"] not in ops or node.get("dtype") != "float32":
+        if (
+            channel
+            or node is None
+            or node.get("dtype") != "float32"
+            or not _read_alone(node, members, readers, outputs)
+        ):
             continue
-        if node["name"] not in outputs and readers.get(node["name"], set()) <= set(group["members"]):
-            return node["name"]
+        if node["op"] in ops:
+            return node["name"], node["name"]
+        source = by_name.get(node["args"][0]["ref"]) if through_views and node["op"] in ROW_VIEWS else None
+        if (
+            source is not None
+            and source["op"] in ops
+            and source.get("dtype") == "float32"
+            and len(source.get("shape", [])) == 2
+            and node.get("shape", [])[-1:] == source["shape"][-1:]
+            and _read_alone(source, {node["name"]}, readers, outputs)
+        ):
+            return source["name"], node["name"]
     return None
+
+
+def _read_alone(node: dict, by: set[str], readers: dict, outputs: set) -> bool:
+    """`node` not returned, and read by nodes in `by` only."""
+    return node["name"] not in outputs and readers.get(node["name"], set()) <= by
 
 
 # Sums and means a fused group's kernel can compute as it goes (kernels.cpp.j2, fused_<k>_sum_rows): op -> mean.
@@ -412,7 +440,8 @@ def _row_epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) ->
         return None
     if any(channel for _, channel in group["leaves"]):
         return None
-    return _leaf_read_here_alone(group, ROW_REDUCED, by_name, readers, outputs)
+    found = _leaf_read_here_alone(group, ROW_REDUCED, by_name, readers, outputs)
+    return found[0] if found else None
 
 
 def _reads(name: str, by_name: dict, item0: dict, inside: set[str]):

@@ -156,11 +156,15 @@ def _fused_line(group: dict, final: bool = False) -> str:
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
 
 
-def _epilogue_line(group: dict, node: dict) -> str:
+def _epilogue_line(group: dict, node: dict, leaf: dict) -> str:
     """The convolution or GEMM (graph_fuse._epilogue_of) or row reduction (graph_fuse._row_epilogue_of)
-    computing a fused group as its epilogue, at the group's root; its own output is the leaf written None."""
-    leaves = _leaves_text(group, node["name"])
+    computing a fused group as its epilogue, at the group's root; its own output is the leaf written None.
+    `leaf`: the group's leaf standing for that output, `node` itself or a view of a GEMM's rows, whose shape
+    the GEMM is then told (`frame`)."""
+    leaves = _leaves_text(group, leaf["name"])
     epilogue = f"epilogue=({group['index']}, [{leaves}], [{_numbers(group['params'])}])"
+    if leaf is not node:
+        epilogue += f", frame={source(leaf['shape'])}"
     call = _call(HELPERS[node["op"]][0], node, epilogue)
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
 
@@ -181,6 +185,7 @@ def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
     by_name = {n["name"]: n for n in plan["nodes"]}
     finals = returned_unread(plan)
     changed: dict[str, str | None] = {g["finished_by"]: None for g in fused if g["finished_by"]}
+    changed |= {g["finished_leaf"]: None for g in fused if g["finished_by"]}  # a view of a GEMM's rows, unmade
     changed |= {g["rows_of"]: None for g in fused if g["rows_of"]}
     changed |= {g["reduced"]: _fused_sum_line(g, by_name[g["reduced"]]) for g in fused if g["reduced"]}
     for node in plan["nodes"]:
@@ -189,8 +194,11 @@ def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
             group = members[name]
             if group["root"] != name or group["reduced"]:
                 changed[name] = None
-            elif group["finished_by"] or group["rows_of"]:
-                changed[name] = _epilogue_line(group, by_name[group["finished_by"] or group["rows_of"]])
+            elif group["finished_by"]:
+                finisher = by_name[group["finished_by"]]
+                changed[name] = _epilogue_line(group, finisher, by_name[group["finished_leaf"]])
+            elif group["rows_of"]:
+                changed[name] = _epilogue_line(group, by_name[group["rows_of"]], by_name[group["rows_of"]])
             else:
                 changed[name] = _fused_line(group, name in finals)
         elif node["op"] == "getitem" and node["args"][0]["ref"] in members:
