@@ -59,6 +59,7 @@ NEUTRAL_OPS = {
     "flatten",
     "unflatten",
     "narrow",
+    "unfold",  # a view: windows of a dim as a new last dim (as_strided), copied only by a clone after it
     "arange",
     "_local_scalar_dense",
     "item",

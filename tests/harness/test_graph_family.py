@@ -627,6 +627,8 @@ CASES = [
         "F.gelu(self.l(x)) + y",
         "[torch.randn(2, 5, 32), torch.randn(2, 5, 48)]",
     ),
+    # windows of a dim as a view (Tensor.unfold: ViT's patches), copied by the reshape after it
+    ("unfold_windows", "pass", "torch.tanh(x.unfold(2, 3, 2).reshape(2, 3, -1)) * 2.0", "[torch.randn(2, 3, 9, 5)]"),
     # a leaf that is not contiguous along the output's rows: the group's own pass after the GEMM
     # a leaf the same in every batch entry but not in every row: [B T] rows not one stride apart in it
     (
@@ -939,6 +941,26 @@ def test_finishing_a_gemms_blocks_changes_no_value(tmp_path, name):
     # a layout the GEMM cannot finish falls back both times; the others ran their group inside the first time only
     assert len(passes) == (2 if name in GEMM_EPILOGUE_FALLBACKS else 1)
     torch.testing.assert_close(inside, after, rtol=0, atol=0, equal_nan=True)
+
+
+def test_groups_of_the_same_ops_share_one_kernel_with_their_own_numbers(tmp_path):
+    # two groups of the same ops (sigmoid, then a multiply by a number) on either side of a softmax: one C++
+    # kernel (a recurrent network's step repeats its groups once a time step), each call with its own number
+    forward = "torch.sigmoid(torch.softmax(torch.sigmoid(x) * 2.0, -1)) * 3.0"
+    path, module = _module(tmp_path, "shared", "pass", forward, "[torch.randn(4, 33), torch.randn(4, 33)]")
+    model, _, spec = _spec(path, module)
+    source = templates.render(spec, {}, "cpp")
+    calls = re.findall(r"_fused\((\d+), torch.float32, \[[^\]]*\], \[([^\]]*)\]", source)
+    assert len(calls) == 2 and calls[0][0] == calls[1][0] and calls[0][1] != calls[1][1], calls
+    assert len(re.findall(r'extern "C" int fused_\d+\(', source)) == 1
+    rendered = tmp_path / "shared_graph.py"
+    rendered.write_text(source)
+    loaded = importlib.util.spec_from_file_location("shared_graph", rendered)
+    solution = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(solution)
+    args = module.get_inputs()
+    with torch.no_grad():
+        torch.testing.assert_close(solution.ModelNew().eval()(*args), model(*args), rtol=1e-4, atol=1e-4)
 
 
 def test_a_convolutions_blocks_are_split_statically_whatever_the_schedule_and_the_gemms_follow_it(tmp_path):

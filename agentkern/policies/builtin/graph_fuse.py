@@ -254,7 +254,7 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
     double, lines), "vector" (the float32 body, or None), "uniform" (what the vector body reads as U[i],
     computed once per run from the channel leaves' values B[k][0]), "finished_by" (the convolution or GEMM
     that computes the group as its epilogue, or None), "finished_leaf" (the leaf standing for its output: that
-    node, or a view of it)}. A lone elementwise op is a group too (its kernel
+    node, or a view of it), "kernel" (the index of the group whose C++ kernel it calls: _share_kernels)}. A lone elementwise op is a group too (its kernel
     vectorised where the op-by-op one computes in double). `read_whole`: the nodes read other than as item 0
     (graph_render.whole_tuples_read): a batch norm among them keeps its own kernel."""
     uses = Counter(refs(plan["outputs"]))
@@ -311,7 +311,29 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
     for group in result:
         if group["rows_of"] in summing:
             group["rows_of"] = None
+    _share_kernels(result)
     return result
+
+
+def _share_kernels(result: list[dict]) -> None:
+    """Each group's "kernel": the index of the first group whose C++ is the same as its own, the one kernel
+    both call (a recurrent network repeats its step's groups once a time step: a kernel each made the source
+    of KernelBench L3 39_GRU 7 MB, past the harness's limit). A group another op's kernel finishes keeps its
+    own: the helpers cache such a call's params per kernel."""
+    first: dict[tuple, int] = {}
+    for group in result:
+        if group["finished_by"] or group["rows_of"]:
+            key: tuple = (group["index"],)
+        else:
+            vector = None if group["vector"] is None else tuple(group["vector"])
+            key = (
+                tuple(group["scalar"]),
+                vector,
+                tuple(group["uniform"]),
+                bool(group["reduced"]),
+                len(group["leaves"]),
+            )
+        group["kernel"] = first.setdefault(key, group["index"])
 
 
 def _merge_read_within(group_of: dict, readers: dict, outputs: set, by_name: dict, item0: dict, order: dict):

@@ -93,6 +93,7 @@ SAME_VALUES = {
     "aten.t.default",
     "aten.transpose.int",
     "aten.clone.default",
+    "aten.unfold.default",
 }
 
 # Called as they are: they allocate, view, copy or cast.

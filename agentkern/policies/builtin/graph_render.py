@@ -152,7 +152,7 @@ def _fused_line(group: dict, final: bool = False) -> str:
     returned and read by nothing else (returned_unread)."""
     leaves = _leaves_text(group)
     tail = ", final=True" if final else ""
-    call = f"_fused({group['index']}, torch.{group['dtype']}, [{leaves}], [{_numbers(group['params'])}]{tail})"
+    call = f"_fused({group['kernel']}, torch.{group['dtype']}, [{leaves}], [{_numbers(group['params'])}]{tail})"
     return f"{group['root']} = ({call},)" if group["tuple"] else f"{group['root']} = {call}"
 
 
@@ -162,7 +162,7 @@ def _epilogue_line(group: dict, node: dict, leaf: dict) -> str:
     `leaf`: the group's leaf standing for that output, `node` itself or a view of a GEMM's rows, whose shape
     the GEMM is then told (`frame`)."""
     leaves = _leaves_text(group, leaf["name"])
-    epilogue = f"epilogue=({group['index']}, [{leaves}], [{_numbers(group['params'])}])"
+    epilogue = f"epilogue=({group['kernel']}, [{leaves}], [{_numbers(group['params'])}])"
     if leaf is not node:
         epilogue += f", frame={source(leaf['shape'])}"
     call = _call(HELPERS[node["op"]][0], node, epilogue)
@@ -174,7 +174,7 @@ def _fused_sum_line(group: dict, node: dict) -> str:
     leaves = _leaves_text(group)
     rest = [source(a) for a in node.get("args", [])[1:]]
     rest += [f"{k}={source(v)}" for k, v in node.get("kwargs", {}).items()]
-    head = [str(group["index"]), f"[{leaves}]", f"[{_numbers(group['params'])}]", str(graph_fuse.SUMMED[node["op"]])]
+    head = [str(group["kernel"]), f"[{leaves}]", f"[{_numbers(group['params'])}]", str(graph_fuse.SUMMED[node["op"]])]
     return f"{node['name']} = _fused_sum({', '.join(head + rest)})"
 
 
@@ -253,6 +253,7 @@ def context(spec: dict) -> dict:
         "constants": [n for n in plan["nodes"] if n["op"] == "constant"],
         "kernels": kernel_groups(plan, fused),
         "fused": fused,
+        "fused_kernels": len({g["kernel"] for g in fused}),
         "ew": EW,
         "ew_codes": EW_CODES,
         "inputs": plan["inputs"],
