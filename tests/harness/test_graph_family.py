@@ -630,6 +630,13 @@ CASES = [
     # windows of a dim as a view (Tensor.unfold: ViT's patches), copied by the reshape after it
     ("unfold_windows", "pass", "torch.tanh(x.unfold(2, 3, 2).reshape(2, 3, -1)) * 2.0", "[torch.randn(2, 3, 9, 5)]"),
     # a leaf that is not contiguous along the output's rows: the group's own pass after the GEMM
+    # attention's scores: a [B H, T, T] bmm viewed as [B, H, T, T], scaled, a mask the same for every head added
+    (
+        "attention_scores_epilogue",
+        "pass",
+        "torch.softmax((x @ y.transpose(-2, -1)) * 0.5 + z, -1)",
+        "[torch.randn(2, 3, 8, 6), torch.randn(2, 3, 8, 6), torch.randn(1, 1, 8, 8)]",
+    ),
     # a leaf the same in every batch entry but not in every row: [B T] rows not one stride apart in it
     (
         "linear_3d_epilogue_leaf_per_position",
@@ -896,6 +903,7 @@ GEMM_EPILOGUES = [
     "mm_vector_epilogue",
     "linear_dot_rows",
     "linear_3d_epilogue",
+    "attention_scores_epilogue",
 ]
 GEMM_EPILOGUE_FALLBACKS = ["gemm_epilogue_transposed_leaf", "linear_3d_epilogue_leaf_per_position"]
 

@@ -360,17 +360,19 @@ def _merge_read_within(group_of: dict, readers: dict, outputs: set, by_name: dic
             break
 
 
+# A linear layer on [B, T, C] is a view to [B T, C], the 2-D GEMM, and a view back; attention's scores a
+# [B H, T, T] bmm viewed as [B, H, T, T]: the group reads the view.
+GEMMS = {"aten.mm.default", "aten.bmm.default", "aten.addmm.default"}
+ROW_VIEWS = {"aten.view.default", "aten._unsafe_view.default"}
 # Ops whose kernels run a fused group over each block of their output as they complete it (conv.cpp.j2,
 # gemm.cpp.j2's g_finish): the output written once, finished while in cache, no call of the group's own.
-FINISHING = {"aten.convolution.default", "aten.mm.default", "aten.bmm.default", "aten.addmm.default"}
-# A linear layer on [B, T, C] is a view to [B T, C], the 2-D GEMM, and a view back: the group reads the view.
-ROW_VIEWS = {"aten.view.default", "aten._unsafe_view.default"}
+FINISHING = {"aten.convolution.default"} | GEMMS
 
 
 def _epilogue_of(group: dict, by_name: dict, readers: dict, outputs: set) -> tuple[str | None, str | None]:
     """(the convolution (transposed or not) or GEMM whose output this group can finish in place, as each
     stretch of it is computed, the group's leaf that stands for that output): a leaf that is such an op's
-    float32 output read by this group's members alone, or a view of a 2-D GEMM's output with its rows' length
+    float32 output read by this group's members alone, or a view of a GEMM's output with its rows' length
     kept (the GEMM read by the view alone), the group float32 with a vector body. (None, None) if there is none."""
     if group["vector"] is None or group["dtype"] != "float32":
         return None, None
@@ -381,7 +383,7 @@ def _leaf_read_here_alone(
     group: dict, ops, by_name: dict, readers: dict, outputs: set, through_views: bool = False
 ) -> tuple[str, str] | None:
     """(node, leaf) for the first of the group's plain (not channel) leaves that is a float32 node of one of
-    `ops` (node and leaf the same), or with `through_views` a row-keeping view (ROW_VIEWS) of a 2-D one's
+    `ops` (node and leaf the same), or with `through_views` a row-keeping view (ROW_VIEWS) of a GEMM's
     output, not returned and read by this group's members alone: one the group can be computed with
     (_epilogue_of, _row_epilogue_of). None if there is none."""
     members = set(group["members"])
@@ -401,7 +403,7 @@ def _leaf_read_here_alone(
             source is not None
             and source["op"] in ops
             and source.get("dtype") == "float32"
-            and len(source.get("shape", [])) == 2
+            and source["op"] in GEMMS
             and node.get("shape", [])[-1:] == source["shape"][-1:]
             and _read_alone(source, {node["name"]}, readers, outputs)
         ):
