@@ -627,6 +627,22 @@ CASES = [
         "F.gelu(self.l(x)) + y",
         "[torch.randn(2, 5, 32), torch.randn(2, 5, 48)]",
     ),
+    # batch norm + ReLU over planes of 3 x 3: runs of 9, shorter than two vectors, on the vector body with a tail
+    (
+        "bn_relu_small_planes",
+        "self.bn = nn.BatchNorm2d(5); self.bn.running_mean.uniform_(-1, 1); self.bn.running_var.uniform_(0.5, 2)",
+        "torch.relu(self.bn(x))",
+        "[torch.randn(2, 5, 3, 3)]",
+    ),
+    # torch.cat by one kernel call: feature maps along the channels as DenseNet's (one a transposed view, copied
+    # contiguous first; one of 0 channels), along the last dim; the pieces of unequal widths
+    (
+        "cat_pieces_channels",
+        "pass",
+        "torch.cat([y.transpose(2, 3), x, torch.relu(x) * 2.0, x[:, :0]], 1) + 1.0",
+        "[torch.randn(2, 3, 4, 5), torch.randn(2, 2, 5, 4)]",
+    ),
+    ("cat_pieces_last_dim", "pass", "torch.cat([y, x, x * 3.0], -1)", "[torch.randn(3, 4, 5), torch.randn(3, 4, 2)]"),
     # windows of a dim as a view (Tensor.unfold: ViT's patches), copied by the reshape after it
     ("unfold_windows", "pass", "torch.tanh(x.unfold(2, 3, 2).reshape(2, 3, -1)) * 2.0", "[torch.randn(2, 3, 9, 5)]"),
     # a leaf that is not contiguous along the output's rows: the group's own pass after the GEMM

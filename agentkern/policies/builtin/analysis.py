@@ -16,7 +16,10 @@ from agentkern.helpers import one_line
 from agentkern.problems import load_problem
 from agentkern.types import OpSpec
 
-LIMITS = {"compile_timeout_s": 120.0, "run_timeout_s": 120.0, "memory_limit_gb": 8.0}
+# Tracing takes a few seconds for most problems, minutes for a recurrent network unrolled over its steps
+# (KernelBench L3 41_GRUBidirectional at --size small: 108 s to analyse and render on a 2-core host, past 120 s
+# when that host was also busy).
+LIMITS = {"compile_timeout_s": 300.0, "run_timeout_s": 300.0, "memory_limit_gb": 8.0}
 
 
 def analyze_problem(problem_path: Path | str, limits: dict | None = None, size: str | None = None) -> OpSpec:

@@ -199,7 +199,7 @@ HELPERS: dict[str, tuple[str, str]] = {
     "aten.native_layer_norm.default": ("_layer_norm", "norm"),
     "aten.gather.default": ("_gather", "gather"),
     "aten.flip.default": ("_flip", "ew"),
-    "aten.cat.default": ("_cat", ""),
+    "aten.cat.default": ("_cat", "cat"),
     "aten.constant_pad_nd.default": ("_pad", ""),
     "aten.scalar_tensor.default": ("_scalar_tensor", ""),
     "aten.lift_fresh_copy.default": ("_clone", ""),
