@@ -634,6 +634,20 @@ CASES = [
         "torch.relu(self.bn(x))",
         "[torch.randn(2, 5, 3, 3)]",
     ),
+    # an operand transposed along the innermost dim (NetVLAD's `vlad.transpose(1, 2) - a`): gathered, runs of that
+    # dim, with a tail; a bool operand strided there cannot be: the double body
+    (
+        "transposed_operand_gathered",
+        "pass",
+        "x.transpose(1, 2) * 2.0 - y",
+        "[torch.randn(3, 21, 5), torch.randn(3, 1, 21)]",
+    ),
+    (
+        "transposed_bool_operand",
+        "pass",
+        "torch.where(x.transpose(0, 1) > 0, y, 0.0)",
+        "[torch.randn(6, 5), torch.randn(5, 6)]",
+    ),
     # torch.cat by one kernel call: feature maps along the channels as DenseNet's (one a transposed view, copied
     # contiguous first; one of 0 channels), along the last dim; the pieces of unequal widths
     (
@@ -841,6 +855,7 @@ AVX2_CASES = [
     "bmm_dot_rows",
     "gemm_epilogue_blocks",
     "bmm_epilogue",
+    "transposed_operand_gathered",
 ]
 
 
