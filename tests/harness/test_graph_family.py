@@ -74,6 +74,14 @@ CASES = [
     ("row_norm_not_last_dim", "pass", "x / x.norm(dim=1, keepdim=True)", "[torch.randn(4, 30, 6)]"),
     ("row_sum_one_long_row", "pass", "x - x.sum(-1, keepdim=True) / 7.0", "[torch.randn(1, 70000)]"),
     # the result without keepdim, broadcast along the rows (row r reads all of it), not one value a row
+    # norms over middle dims, read in place (reduce_mid_f32): the 2-norm, the 1-norm, over two dims; p = 3 is not
+    (
+        "norm_middle_dims",
+        "pass",
+        "torch.cat([x.norm(dim=1).flatten(), x.norm(p=1, dim=1).flatten(), x.norm(p=3, dim=1).flatten(),"
+        " torch.linalg.vector_norm(x, dim=(1, 2)).flatten()])",
+        "[torch.randn(3, 20, 5, 7)]",
+    ),
     ("row_norm_broadcast_along_rows", "pass", "x / x.norm(dim=-1)", "[torch.randn(40, 40)]"),
     # the sum of |x| is computed with |x| (fused_<k>_sum_rows), where it is: not moved to the group
     ("l1_norm_rows", "pass", "x / x.abs().sum(-1, keepdim=True)", "[torch.randn(8, 90)]"),
