@@ -254,8 +254,8 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
     double, lines), "vector" (the float32 body, or None), "uniform" (what the vector body reads as U[i],
     computed once per run from the channel leaves' values B[k][0]), "finished_by" (the convolution or GEMM
     that computes the group as its epilogue, or None), "finished_leaf" (the leaf standing for its output: that
-    node, or a view of it), "kernel" (the index of the group whose C++ kernel it calls: _share_kernels)}. A lone elementwise op is a group too (its kernel
-    vectorised where the op-by-op one computes in double). `read_whole`: the nodes read other than as item 0
+    node, or a view of it), "kernel" (the index of the group whose C++ kernel it calls: _share_kernels)}. A
+    lone elementwise op is a group too (its kernel vectorised where the op-by-op one computes in double). `read_whole`: the nodes read other than as item 0
     (graph_render.whole_tuples_read): a batch norm among them keeps its own kernel."""
     uses = Counter(refs(plan["outputs"]))
     for node in plan["nodes"]:
@@ -401,9 +401,8 @@ def _leaf_read_here_alone(
         source = by_name.get(node["args"][0]["ref"]) if through_views and node["op"] in ROW_VIEWS else None
         if (
             source is not None
-            and source["op"] in ops
-            and source.get("dtype") == "float32"
             and source["op"] in GEMMS
+            and source.get("dtype") == "float32"
             and node.get("shape", [])[-1:] == source["shape"][-1:]
             and _read_alone(source, {node["name"]}, readers, outputs)
         ):
