@@ -873,17 +873,24 @@ def test_the_avx2_kernels_compute_the_reference(tmp_path, name):
     _renders_the_reference(tmp_path, *case, {"simd": "avx2"})
 
 
+def _solution(tmp_path, name, source):
+    """The rendered kernel file `source` written as NAME_graph.py and imported."""
+    rendered = tmp_path / f"{name}_graph.py"
+    rendered.write_text(source)
+    loaded = importlib.util.spec_from_file_location(f"{name}_graph", rendered)
+    solution = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(solution)
+    return solution
+
+
 def _renders_the_reference(tmp_path, name, init, forward, inputs, params, patch=None):
     """`patch(source, module)`: called on the rendered file's source and module before the kernel is built."""
     path, module = _module(tmp_path, name, init, forward, inputs)
     model, example, spec = _spec(path, module)
-    rendered = tmp_path / f"{name}_graph.py"
-    rendered.write_text(templates.render(spec, params, "cpp"))
-    loaded = importlib.util.spec_from_file_location(f"{name}_graph", rendered)
-    solution = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(solution)
+    source = templates.render(spec, params, "cpp")
+    solution = _solution(tmp_path, name, source)
     if patch is not None:
-        patch(rendered.read_text(), solution)
+        patch(source, solution)
     torch.manual_seed(42)
     kernel = solution.ModelNew().eval()
     for trial in range(2):
@@ -894,21 +901,29 @@ def _renders_the_reference(tmp_path, name, init, forward, inputs, params, patch=
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
 
 
-@pytest.mark.parametrize("name", ["row_norm_then_divide", "row_max_then_exp", "row_mean_and_l1"])
-def test_a_row_reductions_group_runs_over_each_row_as_it_is_reduced(tmp_path, name):
-    # The two passes (the reduction, then the group by _fused) are the fallback: made to fail here, so these
-    # cases, whose layouts allow it, must run the group in the reduction's row loop (reduce_rows_then).
-    def no_second_pass(source, module):
+def _no_second_pass(call):
+    """A patch for _renders_the_reference: the forward has a call matching `call` (a regex: the helper's name,
+    its opening arguments) with group 0 as its epilogue, and the group's own pass (_fused, the fallback) fails
+    if called."""
+
+    def patch(source, module):
         forward = source[source.index("def forward(self, *inputs)") :]
-        assert re.search(r"= _(vector_norm|amax|mean)\(v\d+, .*epilogue=\(0, ", forward), forward
+        assert re.search(rf"= _{call}.*epilogue=\(0, ", forward), forward
 
         def refused(*args, **kwargs):
             raise AssertionError("the group ran as a pass of its own")
 
         module._fused = refused
 
+    return patch
+
+
+@pytest.mark.parametrize("name", ["row_norm_then_divide", "row_max_then_exp", "row_mean_and_l1"])
+def test_a_row_reductions_group_runs_over_each_row_as_it_is_reduced(tmp_path, name):
+    # The two passes (the reduction, then the group by _fused) are the fallback: made to fail here, so these
+    # cases, whose layouts allow it, must run the group in the reduction's row loop (reduce_rows_then).
     (case,) = [c for c in CASES if c[0] == name]
-    _renders_the_reference(tmp_path, *case, {}, patch=no_second_pass)
+    _renders_the_reference(tmp_path, *case, {}, patch=_no_second_pass(r"(vector_norm|amax|mean)\(v\d+, "))
 
 
 @pytest.mark.parametrize(
@@ -920,11 +935,7 @@ def test_finishing_a_reductions_rows_as_they_are_reduced_changes_no_value(tmp_pa
     (case,) = [c for c in CASES if c[0] == name]
     path, module = _module(tmp_path, *case)
     _, _, spec = _spec(path, module)
-    rendered = tmp_path / f"{name}_graph.py"
-    rendered.write_text(templates.render(spec, {}, "cpp"))
-    loaded = importlib.util.spec_from_file_location(f"{name}_graph", rendered)
-    solution = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(solution)
+    solution = _solution(tmp_path, name, templates.render(spec, {}, "cpp"))
     kernel = solution.ModelNew().eval()
     torch.manual_seed(7)
     args = module.get_inputs()
@@ -951,17 +962,8 @@ GEMM_EPILOGUE_FALLBACKS = ["gemm_epilogue_transposed_leaf", "linear_3d_epilogue_
 def test_a_gemms_group_runs_as_the_gemm_completes_its_blocks(tmp_path, name):
     # The group's own pass (_fused) is the fallback: made to fail, so these cases, whose layouts allow it, must
     # run the group inside the GEMM's kernel.
-    def no_second_pass(source, module):
-        forward = source[source.index("def forward(self, *inputs)") :]
-        assert re.search(r"= _(addmm|mm|bmm)\(.*epilogue=\(0, ", forward), forward
-
-        def refused(*args, **kwargs):
-            raise AssertionError("the group ran as a pass of its own")
-
-        module._fused = refused
-
     (case,) = [c for c in CASES if c[0] == name]
-    _renders_the_reference(tmp_path, *case, {}, patch=no_second_pass)
+    _renders_the_reference(tmp_path, *case, {}, patch=_no_second_pass(r"(addmm|mm|bmm)\("))
 
 
 @pytest.mark.parametrize("name", GEMM_EPILOGUES + GEMM_EPILOGUE_FALLBACKS)
@@ -970,11 +972,7 @@ def test_finishing_a_gemms_blocks_changes_no_value(tmp_path, name):
     (case,) = [c for c in CASES if c[0] == name]
     path, module = _module(tmp_path, *case)
     _, _, spec = _spec(path, module)
-    rendered = tmp_path / f"{name}_graph.py"
-    rendered.write_text(templates.render(spec, {}, "cpp"))
-    loaded = importlib.util.spec_from_file_location(f"{name}_graph", rendered)
-    solution = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(solution)
+    solution = _solution(tmp_path, name, templates.render(spec, {}, "cpp"))
     kernel = solution.ModelNew().eval()
     torch.manual_seed(7)
     args = module.get_inputs()
@@ -1000,11 +998,7 @@ def test_groups_of_the_same_ops_share_one_kernel_with_their_own_numbers(tmp_path
     calls = re.findall(r"_fused\((\d+), torch.float32, \[[^\]]*\], \[([^\]]*)\]", source)
     assert len(calls) == 2 and calls[0][0] == calls[1][0] and calls[0][1] != calls[1][1], calls
     assert len(re.findall(r'extern "C" int fused_\d+\(', source)) == 1
-    rendered = tmp_path / "shared_graph.py"
-    rendered.write_text(source)
-    loaded = importlib.util.spec_from_file_location("shared_graph", rendered)
-    solution = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(solution)
+    solution = _solution(tmp_path, "shared", source)
     args = module.get_inputs()
     with torch.no_grad():
         torch.testing.assert_close(solution.ModelNew().eval()(*args), model(*args), rtol=1e-4, atol=1e-4)
@@ -1035,11 +1029,7 @@ def test_a_matrix_vector_product_sums_in_double(tmp_path):
         tmp_path, "mm_vector_cancelling", "pass", "torch.mm(x, y)", "[torch.randn(8, 4096), torch.randn(4096, 1)]"
     )
     _, _, spec = _spec(path, module)
-    rendered = tmp_path / "mm_vector_cancelling_graph.py"
-    rendered.write_text(templates.render(spec, {}, "cpp"))
-    loaded = importlib.util.spec_from_file_location("mm_vector_cancelling_graph", rendered)
-    solution = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(solution)
+    solution = _solution(tmp_path, "mm_vector_cancelling", templates.render(spec, {}, "cpp"))
     torch.manual_seed(7)
     x, y = torch.randn(8, 4096) * 100, torch.randn(4096, 1)
     x[:, -1] = (-(x[:, :-1].double() @ y[:-1].double()) / y[-1].double()).float().squeeze(1)
