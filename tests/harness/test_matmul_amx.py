@@ -38,6 +38,17 @@ PROBLEMS = {
     # accumulates over the blocks; the last block short, with an edge in K.
     "matmul_long_k": ("return torch.matmul(a, b)", "torch.randn(260, 1100), torch.randn(1100, 270)", ""),
     "linear_long_k": ("return self.fc(x)", "torch.randn(300, 1100)", "self.fc = nn.Linear(1100, 260)"),
+    # With two or more threads, operands large enough for four chunks or more (gemm_amx_shared): the smaller one's K
+    # blocks packed once and shared, the other's row pairs (tall) or column pairs (wide) handed out in chunks, each
+    # running its whole K loop; B row-major (shared by k steps, the last K block short) and transposed.
+    "matmul_tall_long_k": ("return torch.matmul(a, b)", "torch.randn(600, 1100), torch.randn(1100, 300)", ""),
+    "linear_tall_long_k": ("return self.fc(x)", "torch.randn(600, 1100)", "self.fc = nn.Linear(1100, 300)"),
+    "matmul_wide_long_k": ("return torch.matmul(a, b)", "torch.randn(300, 1100), torch.randn(1100, 600)", ""),
+    "linear_wide_long_k_relu": (
+        "return torch.relu(self.fc(x))",
+        "torch.randn(300, 1100)",
+        "self.fc = nn.Linear(1100, 600)",
+    ),
     "bmm_long_k_by_batch": ("return torch.bmm(a, b)", "torch.randn(5, 260, 600), torch.randn(5, 600, 270)", ""),
     "matmul_bf16_long_k": (
         "return torch.matmul(a, b)",
@@ -52,7 +63,14 @@ PROBLEMS = {
 NONFINITE = ("matmul_edges", "matmul_256", "bmm", "bmm_by_batch", "bmm_transposed_by_batch")
 # ... and with the infinite value only in the last K block, found after C has taken the earlier blocks' products:
 # the FMA path must still write every value of C again.
-NONFINITE_LATE = ("matmul_long_k", "linear_long_k", "bmm_long_k_by_batch")
+NONFINITE_LATE = (
+    "matmul_long_k",
+    "linear_long_k",
+    "bmm_long_k_by_batch",
+    "matmul_tall_long_k",  # found while a chunk packs its rows of A
+    "linear_tall_long_k",
+    "matmul_wide_long_k",  # found while shared A is packed
+)
 
 
 def _has_amx() -> bool:
