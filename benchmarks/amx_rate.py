@@ -6,7 +6,7 @@ same tile throughput, and whether it holds over time.
 A C program (built here with the system's C compiler, -march=native) runs a loop of bf16 tile products
 (`tdpbf16ps`, four accumulators, operands in tile registers: no memory traffic) on every thread at once, in
 blocks of the same work, and prints each thread's rate per block in bf16 TFLOP/s. On a 2-vCPU Intel Xeon VM
-(2026-12-01) one thread ran at 1.1-2.7 TFLOP/s from one block to the next, and with both busy one took 1.8x the
+(2026-12-01) one thread ran at 1.0-2.7 TFLOP/s from one block to the next, and with both busy one took 1.8x the
 other's time for the same work for seconds at a time: a GEMM that splits its tiles' work evenly between the
 threads waits for the slower one (the matmul template's AMX path hands out chunks instead: amx.h.j2,
 gemm_amx_shared). It prints figures; it asserts nothing. Exits 2 where the host has no AMX-BF16.
