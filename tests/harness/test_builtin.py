@@ -94,6 +94,25 @@ CASES = [
     ("attn_odd_avx512", {"simd": "avx512", "mb": 6, "nv": 4}),
     ("attention_avx512", {"simd": "avx512", "mb": 8, "nv": 1, "schedule": "dynamic"}),
 ]
+# The problems whose default parameters are judged too, beside their variant: one per template (each
+# evaluation is a build and three process starts, ~10-40 s on 2 cores; every default is also what the built-in
+# policy tries first, so `agentkern bench` judges the others' defaults on the dataset).
+DEFAULT_JUDGED = {
+    "softmax",
+    "layernorm_relu",
+    "rms_hand",
+    "amax",
+    "mean_dim0",
+    "chain",
+    "relu",
+    "linear_gelu",
+    "matmul_t",
+    "bmm_relu",
+    "matvec",
+    "matmul_fp16",
+    "residual_layernorm",
+    "attention_causal",
+}
 FAST = EvalOptions(time_budget_s=0.05, min_timed_calls=3, max_timed_calls=5, run_timeout_s=60, memory_limit_gb=4)
 
 
@@ -112,6 +131,7 @@ def test_rendered_kernels_pass_the_harness(problems, specs, pool, tmp_path, name
     wide = "x32" in params.get("micro", "") or "avx512" in params.values()
     if T.host_features(get_target("cpu").simd_width_bits) != T.host_features(512) and wide:
         pytest.skip("an AVX-512 kernel on a host without AVX-512")
+    judge_default = name in DEFAULT_JUDGED
     name = name.removesuffix("_avx512")
     spec = specs[name]
     assert spec["family"], spec["reason"]
@@ -119,6 +139,8 @@ def test_rendered_kernels_pass_the_harness(problems, specs, pool, tmp_path, name
         source = T.render(spec, chosen)
         compile(source, "rendered", "exec")
         assert "_Reference" in source and ("compile_cpp" in source or "compile_with_ops" in source)
+        if label == "default" and not judge_default:
+            continue  # rendered, not judged here (DEFAULT_JUDGED)
         path = tmp_path / f"{name}_{label}.py"
         path.write_text(source)
         result = evaluate(problems[name], path, "cpu", FAST, pool=pool)

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from support import RELU_KERNEL, fast_options
 
 from agentkern.harness.evaluate import evaluate
@@ -119,6 +120,7 @@ def _spinners_outside_the_judges_tree(seconds: float) -> list[int]:
     return [int(pid) for pid in out.split()]
 
 
+@pytest.mark.quiet_host
 def test_a_measurement_on_a_host_other_programs_keep_busy_is_taken_again_and_flagged(tmp_path):
     # harness/host_load.py: the judge's own tree (both runners) is its work; anything else is the host's load.
     from agentkern.harness import host_load

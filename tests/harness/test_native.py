@@ -120,4 +120,6 @@ def test_a_capped_build_uses_no_instruction_above_its_level(tmp_path, monkeypatc
     monkeypatch.setenv(cpu_isa.ENV, level)
     assert native.compile_cpp(ISA_SRC, name="isa").widest() == widest
     assert native_widest >= widest
-    assert len(list(tmp_path.rglob("*.so"))) == (1 if native_widest == widest else 2)  # keyed on the flags
+    # Keyed on the flags: the capped build is a library of its own even where its widest vector is the host's
+    # (an AVX-512 Ice Lake without BF16 capped to x86-64-v4).
+    assert len(list(tmp_path.rglob("*.so"))) == 2

@@ -22,6 +22,7 @@ def _watch_for(seconds: float) -> dict:
 
 
 @needs_proc
+@pytest.mark.quiet_host
 def test_a_program_outside_the_judges_tree_counts_as_others_and_one_under_it_does_not():
     cores = os.cpu_count() or 1
     # Under the judge: a child spinning a core is the judge's own work, reaped inside the window too (its time
