@@ -17,8 +17,11 @@ def _evaluate(path: Path):
     problem, status, code = read_expectation(path)
     if code == "side_stream":
         pytest.skip("side streams exist only on a GPU; see tests/gpu/test_gpu.py")
-    # Hangs are cut short so the suite stays fast; the limit itself is what is under test.
-    opts = fast_options(run_timeout_s=8, compile_timeout_s=20, memory_limit_gb=3)
+    # Hangs are cut short so the suite stays fast; the limit itself is what is under test. Every other kernel
+    # gets the default test limit: its phases (the start, two runners importing torch) may take longer than 8 s
+    # beside another test on 2 cores, and would be a timeout, not the verdict under test.
+    hang = status == "timeout"
+    opts = fast_options(run_timeout_s=8 if hang else 60, compile_timeout_s=20 if hang else 120, memory_limit_gb=3)
     return evaluate(problem, path, "cpu", opts), status, code
 
 
