@@ -94,8 +94,9 @@ CASES = [
     ("attn_odd_avx512", {"simd": "avx512", "mb": 6, "nv": 4}),
     ("attention_avx512", {"simd": "avx512", "mb": 8, "nv": 1, "schedule": "dynamic"}),
 ]
-# The problems whose default parameters are judged too, beside their variant: one per template (each
-# evaluation is a build and three process starts, ~10-40 s on 2 cores). The other problems' defaults are
+# The problems whose default parameters are judged too, beside their variant: one per template and per path
+# within it (rows or columns, fp16, batched, one vector), each evaluation a build and three process starts,
+# ~10-40 s on 2 cores. The other problems' defaults are
 # rendered and byte-compiled here, not judged; `agentkern bench kernels_dataset` judges the defaults it renders.
 DEFAULT_JUDGED = {
     "softmax",
