@@ -12,8 +12,9 @@ from pathlib import Path
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
-# The child's first lines: `problem` and `kernel` loaded from the paths in argv[1] and argv[2]; the check's own
-# arguments follow in argv[3:].
+# The child's first lines: `problem` and `kernel` loaded from the paths in argv[1] and argv[2], and `reference`
+# (problem.Model) and `candidate` (kernel.ModelNew) built from the same seed, so their parameters agree; the
+# check's own arguments follow in argv[3:].
 CHILD_PRELUDE = textwrap.dedent("""
     import importlib.util, sys
     import torch
@@ -25,7 +26,19 @@ CHILD_PRELUDE = textwrap.dedent("""
         return module
 
     problem, kernel = load(sys.argv[1], "problem"), load(sys.argv[2], "kernel")
+    torch.manual_seed(0)
+    reference = problem.Model().eval()
+    torch.manual_seed(0)
+    candidate = kernel.ModelNew().eval()
 """)
+
+
+def avx512_micro_kernels_run_here() -> bool:
+    """Whether this host (at the level AGENTKERN_CPU_ISA holds it to) runs the template's AVX-512 micro-kernels."""
+    from agentkern.policies.builtin import templates
+    from agentkern.targets import get_target
+
+    return templates.host_features(get_target("cpu").simd_width_bits) == templates.host_features(512)
 
 
 def write_problem(folder: Path, name: str, forward: str, inputs: str, init: str = "") -> Path:

@@ -10,10 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from matmul_paths import render_kernel, run_check, write_problem
-
-from agentkern.policies.builtin import templates as T
-from agentkern.targets import get_target
+from matmul_paths import avx512_micro_kernels_run_here, render_kernel, run_check, write_problem
 
 # The K slice the kernels are rendered with, and K = two whole slices: every slice is KC deep, so one panel count
 # a run holds for all of them. (The run logic does not depend on a slice's depth; the short last slice is
@@ -22,10 +19,6 @@ KC, K = 384, 768
 MICROS = {"6x16": 16, "12x32": 32}  # micro-kernel -> its panel's columns (NR)
 
 CHECK = """
-    torch.manual_seed(0)
-    reference = problem.Model().eval()
-    torch.manual_seed(0)
-    candidate = kernel.ModelNew().eval()
     with torch.no_grad():
         torch.manual_seed(1)
         xs = problem.get_inputs()
@@ -48,17 +41,13 @@ def _columns(nr: int, runs: int) -> int:
     return runs * panels_a_run * nr + 5
 
 
-def _wide_ok() -> bool:
-    return T.host_features(get_target("cpu").simd_width_bits) == T.host_features(512)
-
-
 # The run logic is the same at both widths: each case once, the plain product at both (a build is ~15 s).
 CASES = [("matmul", "6x16"), ("matmul", "12x32"), ("a_in_place", "12x32"), ("transposed_a_epilogue", "6x16")]
 
 
 @pytest.mark.parametrize("case,micro", CASES)
 def test_a_slice_wider_than_half_of_l2_goes_past_in_runs_and_matches_torch(tmp_path, case, micro):
-    if "x32" in micro and not _wide_ok():
+    if "x32" in micro and not avx512_micro_kernels_run_here():
         pytest.skip("an AVX-512 micro-kernel on a host without AVX-512")
     n = _columns(MICROS[micro], 3)
     params = {"micro": micro, "kc": KC, "amx": 0, "pack_a": case != "a_in_place"}
