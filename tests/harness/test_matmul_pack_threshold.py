@@ -46,7 +46,9 @@ def test_products_either_side_of_the_packing_threshold_match_torch(tmp_path, cas
     params = {"micro": micro, "kc": 128, "amx": 0, "pack_a": True}
     forward, inputs = FORWARDS[case]
     # the width is only known once a kernel is rendered: render one first, to read the threshold
-    probe = render_kernel(write_problem(tmp_path, f"{case}_probe", forward, inputs.format(n=nr)), params, ("matmul", "bmm"))
+    probe = render_kernel(
+        write_problem(tmp_path, f"{case}_probe", forward, inputs.format(n=nr)), params, ("matmul", "bmm")
+    )
     panels = _threshold(probe.read_text())
     # the last panel of each side an edge one: in place at `panels` panels, packed at one past it
     for side, n in (("in_place", panels * nr - 5), ("packed", panels * nr + 5)):
