@@ -2,7 +2,8 @@
 four times M and N and a C that fits in half of L2, each thread sums its own run of K slices into its own copy
 of C, and the copies are added with the epilogue after. Checked against torch with edges in M, N and K (a short
 last slice): a fused epilogue, A read transposed, a linear layer's transposed weight with its bias, and a batch
-of two (each batch's copies added before the next one reuses them), at both vector widths' micro-kernels. The
+of two (each batch's copies added before the next one reuses them), fp16 operands (widened as they are packed,
+summed in fp32, rounded once), at both vector widths' micro-kernels. The
 kernels run on two threads (OMP_NUM_THREADS), the least the path takes, in a child process each."""
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ CHECK = """
         xs = problem.get_inputs()
         got, expected = candidate(*xs), reference(*xs)
         assert got.shape == expected.shape, (got.shape, expected.shape)
-        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+        tol = float(sys.argv[3])
+        torch.testing.assert_close(got, expected, atol=tol, rtol=tol)
     print("ok")
 """
 
@@ -37,6 +39,13 @@ CASES = {
         "",
     ),
     "linear": ("6x16", "return self.fc(x)", f"torch.randn(70, 1100) {SCALE}", "self.fc = nn.Linear(1100, 45)"),
+    # fp16 out: one rounding of an O(1) value, about 1e-3
+    "fp16": (
+        "6x16",
+        "return torch.matmul(a, b)",
+        f"(torch.randn(70, 1100) {SCALE}).half(), torch.randn(1100, 45).half()",
+        "",
+    ),
     "batched": ("12x32", "return torch.bmm(a, b)", f"torch.randn(2, 70, 1100) {SCALE}, torch.randn(2, 1100, 45)", ""),
 }
 
@@ -49,4 +58,4 @@ def test_deep_k_products_summed_per_thread_match_torch(tmp_path, monkeypatch, ca
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     problem_path = write_problem(tmp_path, case, forward, inputs, init)
     kernel_path = render_kernel(problem_path, {"micro": micro, "kc": 128, "amx": 0}, ("matmul", "bmm", "linear"))
-    run_check(CHECK, problem_path, kernel_path)
+    run_check(CHECK, problem_path, kernel_path, "4e-3" if case == "fp16" else "1e-4")
