@@ -33,6 +33,22 @@ CHILD_PRELUDE = textwrap.dedent("""
 """)
 
 
+MICROS = {"6x16": 16, "12x32": 32}  # the template's micro-kernels at both vector widths -> a panel's columns (NR)
+
+# A check for run_check: on fresh inputs the candidate's output has the reference's shape and matches it to the
+# tolerance given as the check's first argument (absolute and relative).
+MATCHES_TORCH = """
+    with torch.no_grad():
+        torch.manual_seed(1)
+        xs = problem.get_inputs()
+        got, expected = candidate(*xs), reference(*xs)
+        assert got.shape == expected.shape, (got.shape, expected.shape)
+        tol = float(sys.argv[3])
+        torch.testing.assert_close(got, expected, atol=tol, rtol=tol)
+    print("ok")
+"""
+
+
 def avx512_micro_kernels_run_here() -> bool:
     """Whether this host (at the level AGENTKERN_CPU_ISA holds it to) runs the template's AVX-512 micro-kernels."""
     from agentkern.policies.builtin import templates

@@ -3,24 +3,13 @@ four times M and N and a C that fits in half of L2, each thread sums its own run
 of C, and the copies are added with the epilogue after. Checked against torch with edges in M, N and K (a short
 last slice): a fused epilogue, A read transposed, a linear layer's transposed weight with its bias, and a batch
 of two (each batch's copies added before the next one reuses them), fp16 operands (widened as they are packed,
-summed in fp32, rounded once), at both vector widths' micro-kernels. The
-kernels run on two threads (OMP_NUM_THREADS), the least the path takes, in a child process each."""
+summed in fp32, rounded once), at both vector widths' micro-kernels. The kernels run on two threads
+(OMP_NUM_THREADS), the least the path takes, in a child process each."""
 
 from __future__ import annotations
 
 import pytest
-from matmul_paths import avx512_micro_kernels_run_here, render_kernel, run_check, write_problem
-
-CHECK = """
-    with torch.no_grad():
-        torch.manual_seed(1)
-        xs = problem.get_inputs()
-        got, expected = candidate(*xs), reference(*xs)
-        assert got.shape == expected.shape, (got.shape, expected.shape)
-        tol = float(sys.argv[3])
-        torch.testing.assert_close(got, expected, atol=tol, rtol=tol)
-    print("ok")
-"""
+from matmul_paths import MATCHES_TORCH, avx512_micro_kernels_run_here, render_kernel, run_check, write_problem
 
 # M = 70, N = 45, K = 1100: K over four times M and N, nine 128-deep slices (the last 76 deep): four or more a
 # thread on two threads. A is scaled by 1/sqrt(K) so the sums stay O(1).
@@ -58,4 +47,4 @@ def test_deep_k_products_summed_per_thread_match_torch(tmp_path, monkeypatch, ca
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     problem_path = write_problem(tmp_path, case, forward, inputs, init)
     kernel_path = render_kernel(problem_path, {"micro": micro, "kc": 128, "amx": 0}, ("matmul", "bmm", "linear"))
-    run_check(CHECK, problem_path, kernel_path, "4e-3" if case == "fp16" else "1e-4")
+    run_check(MATCHES_TORCH, problem_path, kernel_path, "4e-3" if case == "fp16" else "1e-4")

@@ -9,19 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from matmul_paths import avx512_micro_kernels_run_here, render_kernel, run_check, write_problem
-
-MICROS = {"6x16": 16, "12x32": 32}  # micro-kernel -> its panel's columns (NR)
-
-CHECK = """
-    with torch.no_grad():
-        torch.manual_seed(1)
-        xs = problem.get_inputs()
-        got, expected = candidate(*xs), reference(*xs)
-        assert got.shape == expected.shape, (got.shape, expected.shape)
-        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
-    print("ok")
-"""
+from matmul_paths import MATCHES_TORCH, MICROS, avx512_micro_kernels_run_here, render_kernel, run_check, write_problem
 
 FORWARDS = {
     "epilogue": ("return torch.relu(torch.matmul(a, b) + 0.25)", "torch.randn(203, 300), torch.randn(300, {n})"),
@@ -54,4 +42,4 @@ def test_products_either_side_of_the_packing_threshold_match_torch(tmp_path, cas
     for side, n in (("in_place", panels * nr - 5), ("packed", panels * nr + 5)):
         problem_path = write_problem(tmp_path, f"{case}_{side}", forward, inputs.format(n=n))
         kernel_path = render_kernel(problem_path, params, ("matmul", "bmm"))
-        run_check(CHECK, problem_path, kernel_path)
+        run_check(MATCHES_TORCH, problem_path, kernel_path, "1e-4")

@@ -10,23 +10,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from matmul_paths import avx512_micro_kernels_run_here, render_kernel, run_check, write_problem
+from matmul_paths import MATCHES_TORCH, MICROS, avx512_micro_kernels_run_here, render_kernel, run_check, write_problem
 
 # The K slice the kernels are rendered with, and K = two whole slices: every slice is KC deep, so one panel count
 # a run holds for all of them. (The run logic does not depend on a slice's depth; the short last slice is
 # test_matmul_few_rows.py's.)
 KC, K = 384, 768
-MICROS = {"6x16": 16, "12x32": 32}  # micro-kernel -> its panel's columns (NR)
-
-CHECK = """
-    with torch.no_grad():
-        torch.manual_seed(1)
-        xs = problem.get_inputs()
-        got, expected = candidate(*xs), reference(*xs)
-        assert got.shape == expected.shape, (got.shape, expected.shape)
-        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
-    print("ok")
-"""
 
 
 def _l2_bytes() -> int:
@@ -62,4 +51,4 @@ def test_a_slice_wider_than_half_of_l2_goes_past_in_runs_and_matches_torch(tmp_p
         )
     problem_path = write_problem(tmp_path, case, forward, inputs)
     kernel_path = render_kernel(problem_path, params, ("matmul",))
-    run_check(CHECK, problem_path, kernel_path)
+    run_check(MATCHES_TORCH, problem_path, kernel_path, "1e-4")
