@@ -36,8 +36,16 @@ PROBLEMS = {
     ),
     # K past one K block (16 k steps of 32 in fp32, 48 in bf16): operands are packed a K block at a time, and C
     # accumulates over the blocks; the last block short, with an edge in K.
-    "matmul_long_k": ("return torch.matmul(a, b)", "torch.randn(260, 1100), torch.randn(1100, 270)", ""),
     "linear_long_k": ("return self.fc(x)", "torch.randn(300, 1100)", "self.fc = nn.Linear(1100, 260)"),
+    # K four times the larger of M and N or more, with two or more threads (gemm_amx_k_split): K blocks handed out to
+    # the threads, each summing into a C of its own, the sums added into C with the epilogue; the last K block short.
+    "matmul_long_k": ("return torch.matmul(a, b)", "torch.randn(260, 1100), torch.randn(1100, 270)", ""),
+    "linear_deep_k_bias_relu": (
+        "return torch.relu(self.fc(x))",
+        "torch.randn(270, 2100)",
+        "self.fc = nn.Linear(2100, 260)",
+    ),
+    "bmm_deep_k": ("return torch.bmm(a, b)", "torch.randn(2, 256, 1300), torch.randn(2, 1300, 300)", ""),
     # With two or more threads, operands large enough for four chunks or more (gemm_amx_shared): the smaller one's K
     # blocks packed once and shared, the other's row pairs (tall) or column pairs (wide) handed out in chunks, each
     # running its whole K loop; B row-major (shared by k steps, the last K block short) and transposed.
@@ -64,7 +72,8 @@ NONFINITE = ("matmul_edges", "matmul_256", "bmm", "bmm_by_batch", "bmm_transpose
 # ... and with the infinite value only in the last K block, found after C has taken the earlier blocks' products:
 # the FMA path must still write every value of C again.
 NONFINITE_LATE = (
-    "matmul_long_k",
+    "matmul_long_k",  # found by one thread of the deep-K split, after the others summed their K blocks
+    "bmm_deep_k",
     "linear_long_k",
     "bmm_long_k_by_batch",
     "matmul_tall_long_k",  # found while a chunk packs its rows of A
