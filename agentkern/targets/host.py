@@ -116,6 +116,9 @@ def _cpu_facts() -> dict[str, Any]:
         # AMD's family 25 with AVX-512 is Zen 4, which runs each 512-bit operation on 256-bit units in two halves:
         # a register tile that suits a full-width core (Intel's) is not the fastest there (matmul/cpp.json).
         "avx512_halves": simd_bits >= 512 and "AuthenticAMD" in field("vendor_id") and family == "25",
+        # An Intel core's L3 (a mesh of slices) does not feed a core's FMAs at the rate AMD's does: blocking that
+        # streams a GEMM's packed B from L3 once per row block loses there (matmul/cpp.json's "prefer").
+        "intel": "GenuineIntel" in field("vendor_id"),
         "native_simd_bits": native_bits,
         "isa_cap": None if capped is None else capped.name,
         "amx_bf16": capped is None and {"amx_tile", "amx_bf16"} <= flags,
@@ -130,6 +133,11 @@ def _cpu_facts() -> dict[str, Any]:
 def avx512_in_halves() -> bool:
     """Whether this CPU's AVX-512 runs each 512-bit operation in two 256-bit halves (AMD Zen 4)."""
     return _cpu_facts()["avx512_halves"]
+
+
+def intel_cpu() -> bool:
+    """Whether this CPU is Intel's (the templates' "intel" feature)."""
+    return _cpu_facts()["intel"]
 
 
 def cpu_model() -> str:

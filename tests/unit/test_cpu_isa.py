@@ -139,3 +139,27 @@ def test_zen4s_avx512_in_halves_gets_the_matmul_tile_measured_for_it(monkeypatch
         assert not host.avx512_in_halves()
     features = templates.target_features(get_target("cpu"))
     assert templates.default_params("matmul", "cpp", features)["micro"] == "12x32" and "amx_bf16" in features
+
+
+def test_intel_cores_get_the_gemm_blocking_measured_for_them(monkeypatch, on_cpu):
+    """On an Intel CPU, at either width, the FMA GEMM's default keeps each thread's B strip in its own L2
+    ("strips"); AMD's keep a column block's slices packed whole (its L3 feeds them): matmul/cpp.json."""
+    from agentkern.targets import get_target
+
+    monkeypatch.delenv(cpu_isa.ENV, raising=False)
+    for flags, vendor, family, intel in (
+        (SAPPHIRE_RAPIDS, "GenuineIntel", 6, True),
+        (HASWELL, "GenuineIntel", 6, True),
+        (ZEN4, "AuthenticAMD", 25, False),
+        (HASWELL, "AuthenticAMD", 25, False),
+    ):
+        on_cpu(flags, vendor, family)
+        features = templates.target_features(get_target("cpu"))
+        assert ("intel" in features) is intel and host.intel_cpu() is intel
+        expected = "strips" if intel else "whole"
+        assert templates.default_params("matmul", "cpp", features)["b_block"] == expected, (flags, vendor)
+    on_cpu(SAPPHIRE_RAPIDS, "GenuineIntel", 6)
+    monkeypatch.setenv(cpu_isa.ENV, "avx2")  # held to AVX2: still Intel's caches
+    features = templates.target_features(get_target("cpu"))
+    assert "intel" in features and "avx512f" not in features
+    assert templates.default_params("matmul", "cpp", features)["b_block"] == "strips"
