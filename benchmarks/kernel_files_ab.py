@@ -13,8 +13,8 @@ median ms a call and its median ratio to the first kernel over the rounds; it as
 adds and this does not: each side in its own process, and the op allowlist's dispatch mode around the
 candidate (each aten op a kernel dispatches costs ~2 us more there: docs/harness.md). `--threads N`: torch's
 (and so the kernels' OpenMP) thread count, the harness's otherwise. `--busy`: a process spinning on the CPU for
-the whole run, as another worker's compile beside a timing in `agentkern bench --workers 2`: what a kernel
-whose threads wait for each other loses when one of them loses its core.
+the whole run, as another program beside a timing (a build, a test suite, a neighbour on a shared runner): what
+a kernel whose threads wait for each other loses when one of them loses its core.
 """
 
 from __future__ import annotations
