@@ -370,7 +370,9 @@ def finish(deps: Deps, final: RunState) -> RunResult:
         "cost_usd": final.get("cost_usd", 0.0),
         **per_point(candidates, final.get("tokens", 0), final.get("cost_usd", 0.0)),
         # The parameters the search chose and the measurements behind each (winning_params.py).
-        "params_won": winning_params.explain(candidates, _measured_on(deps), best),
+        "params_won": winning_params.explain(
+            candidates, _measured_on(deps), best, getattr(deps.policy, "read_params", None)
+        ),
         "confirmation": confirmation,
         "target": deps.target.name,
         "backend": deps.backend,

@@ -48,3 +48,9 @@ class Policy(Protocol):
         """Up to `beam` drafts (strategy, params, parent, source, error); the coder node stamps id and
         iteration on them."""
         ...
+
+    def read_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The parameters of a draft's `params` its kernel reads at the problem's shapes (the built-in policy's
+        code paths leave some unread: policies/builtin/kernel_paths.py); all of them by default. Optional: the
+        loop calls it where a policy has it, for the run's explanation of the winning parameters."""
+        return dict(params)

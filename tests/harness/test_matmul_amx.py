@@ -124,3 +124,52 @@ def test_amx_products_match_torch(tmp_path, name):
     # torch's own gelu of -inf is NaN where the erf form says 0: non-finite inputs only without an epilogue
     nonfinite = "nonfinite" if name in NONFINITE else "nonfinite_late" if name in NONFINITE_LATE else "finite"
     run_check(CHECK, problem_path, kernel_path, tol, nonfinite)
+
+
+# The search takes two candidates whose only difference is a parameter their path does not read for one kernel
+# (policies/builtin/kernel_paths.py, from cpp.json's "paths"). Here that rule is held against the kernel's own
+# dispatch: the tiles' sums round differently from the FMA path's, so a kernel rendered with amx=1 gives the
+# amx=0 kernel's output bit for bit exactly where the rule says it takes the FMA path. Child: argv[3] the amx=0
+# kernel, argv[4] "same" or "differs".
+SAME_AS_FMA = """
+    fma = load(sys.argv[3], "fma")
+    torch.manual_seed(0)
+    other = fma.ModelNew().eval()
+    with torch.no_grad():
+        torch.manual_seed(1)
+        xs = problem.get_inputs()
+        same = torch.equal(candidate(*xs), other(*xs))
+    assert same == (sys.argv[4] == "same"), ("the same" if same else "different") + " outputs"
+    print("ok")
+"""
+AROUND_THE_THRESHOLDS = {
+    "fp32_at_256": ("return torch.matmul(a, b)", "torch.randn(256, 300), torch.randn(300, 270)", ""),
+    "fp32_rows_255": ("return torch.matmul(a, b)", "torch.randn(255, 300), torch.randn(300, 270)", ""),
+    "fp32_transposed_a": ("return torch.matmul(a.T, b)", "torch.randn(300, 300), torch.randn(300, 300)", ""),
+    "bf16_at_32": (
+        "return torch.matmul(a, b)",
+        "torch.randn(32, 300, dtype=torch.bfloat16), torch.randn(300, 40, dtype=torch.bfloat16)",
+        "",
+    ),
+    "bf16_k_31": (
+        "return torch.matmul(a, b)",
+        "torch.randn(64, 31, dtype=torch.bfloat16), torch.randn(31, 64, dtype=torch.bfloat16)",
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(AROUND_THE_THRESHOLDS))
+def test_the_path_the_search_assumes_is_the_one_the_kernel_takes(tmp_path, name):
+    from agentkern.policies.builtin import kernel_paths
+    from agentkern.policies.builtin.recognize import analyze
+
+    problem_path = write_problem(tmp_path, name, *AROUND_THE_THRESHOLDS[name])
+    spec = analyze(str(problem_path))
+    target = get_target("cpu")
+    path = kernel_paths.timed_path(spec, {"amx": 1}, "cpp", T.host_features(target.simd_width_bits, True))
+    assert path in ("amx", "fma")
+    on_tiles = render_kernel(problem_path, {"amx": 1, "micro": "12x32"}, ("matmul", "linear"))
+    fma = on_tiles.with_name("fma_kernel.py")
+    fma.write_text(T.render(spec, {"amx": 0, "micro": "12x32"}))
+    run_check(SAME_AS_FMA, problem_path, on_tiles, str(fma), "same" if path == "fma" else "differs")

@@ -84,3 +84,23 @@ def test_a_best_alone_past_the_margin_is_timed_again_with_the_runner_up():
     pool = [c("lucky", 1.42), c("next", 1.06), c("third", 1.02), c("wrong", 1.3, "ok", False)]
     assert [x["id"] for x in contenders(pool)] == ["lucky", "next"]
     assert [x["id"] for x in contenders([c("only", 1.2)])] == ["only"]
+
+
+def test_the_best_of_each_other_family_not_far_behind_is_timed_again():
+    def c(i, s, strategy):
+        return {"id": i, "speedup": s, "status": "ok", "correct": True, "strategy": strategy}
+
+    fma = "matmul:fma,pack_a=True/"
+    pool = [
+        c("fma_best", 0.97, fma + "b_block=l2"),
+        c("fma_next", 0.96, fma + "mc=144"),
+        c("fma_third", 0.84, fma + "b_block=strips"),
+        c("tiles", 0.66, "matmul:amx/amx=1"),  # one timing of the tiles' kernel: 32% behind
+        c("unpacked", 0.60, "matmul:fma,pack_a=False/"),
+        c("unpacked_next", 0.59, "matmul:fma,pack_a=False/kc=256"),  # not its family's best
+        c("far", 0.40, "matmul:fma,pack_a=True,other/"),  # under half the best: not timed again
+    ]
+    assert [x["id"] for x in contenders(pool)] == ["fma_best", "fma_next", "fma_third", "tiles", "unpacked"]
+    # at most two families more
+    pool.insert(4, c("third_family", 0.62, "matmul:x/"))
+    assert [x["id"] for x in contenders(pool)][3:] == ["tiles", "third_family"]

@@ -50,3 +50,20 @@ def test_hand_written_kernels_have_no_parameters_to_explain():
     assert explain([cand("001-0", {}, 1.4)]) is None
     assert explain([]) is None
     assert one_line(None) is None
+
+
+def test_only_parameters_the_winners_kernel_reads_are_credited():
+    # A GEMM on AMX tiles reads `amx` only (policies/builtin/kernel_paths.py): its FMA tiling is not a reason.
+    def on_tiles(params):
+        return {"amx": 1} if params["amx"] == 1 else dict(params)
+
+    runs = [
+        cand("001-0", {"amx": 0, "micro": "12x32", "kc": 192}, 0.90),
+        cand("001-1", {"amx": 1, "micro": "6x16", "kc": 192}, 1.40),
+    ]
+    got = explain(runs, read_params=on_tiles)
+    assert got["read"] == ["amx"] and got["params"] == runs[1]["params"]  # kept whole, for `kb add --from-run`
+    assert list(got["changed"]) == ["amx"]
+    line = one_line(explain([runs[1], runs[0]], read_params=on_tiles))
+    assert line.startswith("parameters: the starting ones won (amx=1), 1.40x")
+    assert "micro" in one_line(explain(runs))  # without the policy's answer: every parameter

@@ -4,7 +4,8 @@ The problem is recognised once (recognize.py: torch.fx in the sandbox) as a fami
 candidates are rendered from that family's parametrised template in kernels_dataset/templates/. The planner
 picks a parent among the elites of each strategy family and the coder proposes neighbours: one parameter
 changed, drawn from the parameters the current stage allows (stage 1: tiling and vectorisation; 2: algorithm
-variants and fusion; 3: fine scheduling).
+variants and fusion; 3: fine scheduling). A neighbour whose kernel takes a code path that does not read the
+parameter changed (kernel_paths.py: a GEMM on AMX tiles and its FMA tiling) is the same kernel: not proposed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import random
 from typing import Any
 
 from agentkern.policies.base import Policy, PolicyContext
-from agentkern.policies.builtin import templates
+from agentkern.policies.builtin import kernel_paths, templates
 from agentkern.types import Draft, OpSpec, Plan
 
 
@@ -31,10 +32,6 @@ def _knob_by_knob(space: dict[str, list], base: dict[str, Any], rng: random.Rand
             per_knob.append([(name, v) for v in others])
     rng.shuffle(per_knob)
     return [knob[i] for i in range(max(map(len, per_knob), default=0)) for knob in per_knob if i < len(knob)]
-
-
-def _key(params: dict[str, Any]) -> str:
-    return json.dumps(params, sort_keys=True)
 
 
 class BuiltinPolicy(Policy):
@@ -64,14 +61,27 @@ class BuiltinPolicy(Policy):
             if set(params) == set(space) and all(v in space[k] for k, v in params.items()):
                 self.start = (dict(params), origin)
 
+    def _key(self, params: dict[str, Any]) -> str:
+        """Equal for two parameter sets whose kernels are one at the problem's shapes on this host."""
+        return json.dumps(kernel_paths.behaviour(self.spec, params, self.backend, self.features), sort_keys=True)
+
+    def read_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        read = kernel_paths.behaviour(self.spec, params, self.backend, self.features)
+        read.pop("path", None)
+        return read
+
     def _space(self, stage: int) -> dict[str, list]:
         return templates.param_space(self.family, self.backend, stage_max=stage, features=self.features)
 
     def strategy(self, params: dict[str, Any]) -> str:
-        """family:<algorithm choices>/<tiling and scheduling>: the part before '/' is the strategy family."""
+        """family:<algorithm choices>/<tiling and scheduling>: the part before '/' is the strategy family. On a
+        named code path (kernel_paths.py: "matmul:amx/amx=1") the path's name comes first, and only the parameters it
+        reads appear."""
+        path = kernel_paths.timed_path(self.spec, params, self.backend, self.features)
+        read = self.read_params(params)
         algorithm = set(self._space(2)) - set(self._space(1))
-        left = ",".join(f"{k}={params[k]}" for k in sorted(algorithm) if k in params) or "base"
-        right = ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in algorithm)
+        left = ",".join([path] * bool(path) + [f"{k}={read[k]}" for k in sorted(algorithm) if k in read]) or "base"
+        right = ",".join(f"{k}={v}" for k, v in sorted(read.items()) if k not in algorithm)
         return f"{self.family}:{left}/{right}"
 
     def plan(self, ctx: PolicyContext) -> Plan:
@@ -93,7 +103,7 @@ class BuiltinPolicy(Policy):
 
     def write(self, plan: Plan, ctx: PolicyContext, beam: int) -> list[Draft]:
         rng = random.Random(f"{self.seed}-write-{ctx['iteration']}")
-        tried = {_key(p) for p in ctx["tried"]}
+        tried = {self._key(p) for p in ctx["tried"]}
         proposals: list[tuple[dict[str, Any], str | None]] = []
         # The planner's parent first; when its neighbourhood is used up, the other elites', best first.
         parents = [(plan["parent"], dict(plan["parent_params"]))]
@@ -131,15 +141,15 @@ class BuiltinPolicy(Policy):
     ) -> None:
         """Add untried parameter sets one change away from `base`: moves the current stage allows first,
         then the next stages', so a small parameter space does not leave the beam half empty."""
-        seen = tried | {_key(p) for p, _ in proposals}
-        if _key(base) not in seen and len(proposals) < beam:
+        seen = tried | {self._key(p) for p, _ in proposals}
+        if self._key(base) not in seen and len(proposals) < beam:
             proposals.append((base, parent_id))
-            seen.add(_key(base))
+            seen.add(self._key(base))
         for s in range(stage, 4):
             for name, value in _knob_by_knob(self._space(s), base, rng):
                 if len(proposals) >= beam:
                     return
                 params = {**base, name: value}
-                if _key(params) not in seen:
+                if self._key(params) not in seen:
                     proposals.append((params, parent_id))
-                    seen.add(_key(params))
+                    seen.add(self._key(params))

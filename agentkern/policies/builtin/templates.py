@@ -5,7 +5,9 @@
 `{"params": {name: [candidates]}, "default": {...}, "stage": {name: 1|2|3}}`, stage 1 = tiling,
 vectorisation and threading, 2 = fusion and algorithmic variants, 3 = finer scheduling; and what it can
 render: "dtypes" (default ["float32"]), "attrs" (the OPTIONAL_ATTRS of a spec it reads, default none) and
-"title" (its name in messages, default "<backend display> <template>"). No torch here.
+"title" (its name in messages, default "<backend display> <template>"); and "paths": the code paths its kernel
+takes at run time that read only some of the parameters (name -> {"reads": [...]} or {"ignores": [...]}, and
+numbers its dispatch and kernel_paths.py share; rendered as `paths`). No torch here.
 """
 
 from __future__ import annotations
@@ -72,6 +74,13 @@ def _meta_cached(path: str) -> dict:
     bad = [k for k, v in default.items() if v not in params[k]]
     if bad:
         raise TemplateError(f"{path}: default value of {bad[0]} is not among its candidates")
+    for name, code_path in meta.get("paths", {}).items():
+        listed = [key for key in ("reads", "ignores") if key in code_path]
+        unknown = [k for key in listed for k in code_path[key] if k not in params]
+        if len(listed) != 1 or unknown:
+            raise TemplateError(
+                f"{path}: path {name} must list the parameters it reads or ignores, one of them (unknown: {unknown})"
+            )
     return meta
 
 
@@ -184,6 +193,14 @@ def target_features(target) -> frozenset:
 
 def param_stages(family: str, backend: str = "cpp") -> dict[str, int]:
     return dict(_meta(family, backend)["stage"])
+
+
+def code_paths(family: str, backend: str = "cpp") -> dict[str, dict]:
+    """The template's "paths" (see the module's docstring); {} where it lists none or has no template."""
+    try:
+        return _meta(family, backend).get("paths", {})
+    except TemplateError:
+        return {}
 
 
 def cfloat(value) -> str:
@@ -341,5 +358,6 @@ def render(spec: OpSpec, params: dict | None = None, backend: str = "cpp") -> st
         template=template,
         summary=summary(spec),
         params_text=json.dumps(p, sort_keys=True),
+        paths=_meta(family, backend).get("paths", {}),
         **extra,
     )
