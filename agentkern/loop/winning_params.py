@@ -63,6 +63,8 @@ def one_line(explained: dict[str, Any] | None) -> str | None:
         return None
     start = explained["start"]
     where = f" on {explained['host']}" if explained.get("host") else ""
+    if not _read(explained):
+        return f"parameters: none read by this kernel at the problem's shapes, {explained['speedup']:.2f}x{where}"
     if not explained["changed"]:
         return (
             f"parameters: the starting ones won ({_params(_read(explained))}), {explained['speedup']:.2f}x; "

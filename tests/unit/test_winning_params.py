@@ -67,3 +67,10 @@ def test_only_parameters_the_winners_kernel_reads_are_credited():
     line = one_line(explain([runs[1], runs[0]], read_params=on_tiles))
     assert line.startswith("parameters: the starting ones won (amx=1), 1.40x")
     assert "micro" in one_line(explain(runs))  # without the policy's answer: every parameter
+
+
+def test_a_kernel_that_reads_no_parameter_says_so():
+    # a matrix-vector product on the GEMM template's gemv path: one candidate, nothing to credit
+    got = explain([cand("001-0", {"micro": "12x32", "amx": 1}, 0.99)], host="a CPU", read_params=lambda p: {})
+    assert got["read"] == [] and got["changed"] == {}
+    assert one_line(got) == "parameters: none read by this kernel at the problem's shapes, 0.99x on a CPU"
