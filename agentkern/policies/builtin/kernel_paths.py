@@ -3,12 +3,13 @@
 A template's kernel can branch at run time on the shapes it is called with. The GEMM (matmul/cpp.py.j2) runs a
 matrix-vector product (M or N is 1) with no tiles or packing, and on a host with AMX tiles a product at least
 256 rows and columns (fp32) on the tiles: neither reads the FMA path's parameters (micro, kc, mc, nc, b_block,
-...), and the FMA path does not read `amx` (a skinny product, fp16 operands, a host without the tiles). Candidates that differ only in parameters their path never reads are one kernel: the search would time it
-again under another name (seven of a run's eight AMX candidates were, docs/bench.md 2026-12-06), and a run's
-explanation would credit a parameter the kernel never read.
+...), and the FMA path does not read `amx` (a skinny product, fp16 operands, a host without the tiles).
+Candidates that differ only in parameters their path never reads are one kernel: the search would time it again
+under another name (6-7 of a GEMM run's 8 candidates on an AMX host were one kernel: docs/bench.md, "One kernel,
+one timing"), and a run's explanation would credit a parameter the kernel never read.
 
-A template lists such paths in its JSON ("paths": name -> {"reads": [...], and the numbers its dispatch uses,
-which are rendered into the C++ from there}); the rule that picks a path for a spec is here, one per template.
+A template lists such paths in its JSON ("paths": name -> {"reads": [...]} or {"ignores": [...]}, and the numbers
+its dispatch uses, which are rendered into the C++ from there); the rule that picks a path for a spec is here, one per template.
 A path is named only where the rule is sure of it: anything it cannot tell (no host features, shapes the spec
 does not give) is the general path, where every parameter counts.
 """
