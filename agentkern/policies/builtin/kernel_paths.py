@@ -9,9 +9,9 @@ under another name (6-7 of a GEMM run's 8 candidates on an AMX host were one ker
 one timing"), and a run's explanation would credit a parameter the kernel never read.
 
 A template lists such paths in its JSON ("paths": name -> {"reads": [...]} or {"ignores": [...]}, and the numbers
-its dispatch uses, which are rendered into the C++ from there); the rule that picks a path for a spec is here, one per template.
-A path is named only where the rule is sure of it: anything it cannot tell (no host features, shapes the spec
-does not give) is the general path, where every parameter counts.
+its dispatch uses, which are rendered into the C++ from there); the rule that picks a path for a spec is here,
+one per template. A path is named only where the rule is sure of it: anything it cannot tell (no host features,
+shapes the spec does not give) is the general path, where every parameter counts.
 """
 
 from __future__ import annotations
