@@ -143,7 +143,7 @@ SAME_AS_FMA = """
     print("ok")
 """
 AROUND_THE_THRESHOLDS = {
-    "fp32_at_256": ("return torch.matmul(a, b)", "torch.randn(256, 300), torch.randn(300, 270)", ""),
+    "fp32_at_256": PROBLEMS["matmul_256"],
     "fp32_rows_255": ("return torch.matmul(a, b)", "torch.randn(255, 300), torch.randn(300, 270)", ""),
     "fp32_transposed_a": ("return torch.matmul(a.T, b)", "torch.randn(300, 300), torch.randn(300, 300)", ""),
     "bf16_at_32": (

@@ -77,8 +77,8 @@ class BuiltinPolicy(Policy):
         """family:<algorithm choices>/<tiling and scheduling>: the part before '/' is the strategy family. On a
         named code path (kernel_paths.py: "matmul:amx/amx=1") the path's name comes first, and only the parameters it
         reads appear."""
-        path = kernel_paths.timed_path(self.spec, params, self.backend, self.features)
-        read = self.read_params(params)
+        read = kernel_paths.behaviour(self.spec, params, self.backend, self.features)
+        path = read.pop("path", None)
         algorithm = set(self._space(2)) - set(self._space(1))
         left = ",".join([path] * bool(path) + [f"{k}={read[k]}" for k in sorted(algorithm) if k in read]) or "base"
         right = ",".join(f"{k}={v}" for k, v in sorted(read.items()) if k not in algorithm)

@@ -358,6 +358,6 @@ def render(spec: OpSpec, params: dict | None = None, backend: str = "cpp") -> st
         template=template,
         summary=summary(spec),
         params_text=json.dumps(p, sort_keys=True),
-        paths=_meta(family, backend).get("paths", {}),
+        paths=code_paths(family, backend),
         **extra,
     )
