@@ -89,7 +89,7 @@ CASES = [
     ("layernorm_relu_avx512", {"simd": "avx512", "algorithm": "one_pass", "unroll": 1}),
     ("residual_layernorm_avx512", {"simd": "avx512", "algorithm": "two_pass"}),
     ("rms_hand_avx512", {"simd": "avx512", "algorithm": "split_rows", "unroll": 2}),
-    ("attention_causal", {"mb": 6, "schedule": "static"}),
+    ("attention_causal", {"mb": 4, "schedule": "dynamic"}),
     ("attn_odd", {"mb": 8}),
     ("attn_odd_avx512", {"simd": "avx512", "mb": 6, "nv": 4}),
     ("attention_avx512", {"simd": "avx512", "mb": 8, "nv": 1, "schedule": "dynamic"}),
