@@ -4,7 +4,8 @@ block of its strip with a packed B of its own. Checked against torch with edges 
 a short last K slice): a fused epilogue, A read transposed, a linear layer's transposed weight with its bias, a
 batch of two (fewer than two a thread: strips of both batches handed out together), fp16 and bf16 operands
 (widened, or bf16 pairs, as they are packed), strips wide enough that A is packed rather than read in place, a
-row softmax after the product, on two threads and on one."""
+row softmax after the product, on two threads and on one; and a tall, skinny product, which the kernel gives to
+the shared path instead."""
 
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ CASES = {
     "linear": ("6x16", "return self.fc(x)", f"torch.randn(300, 700) {SCALE}", "self.fc = nn.Linear(700, 150)"),
     "linear_wide": ("12x32", "return self.fc(x)", f"torch.randn(300, 700) {SCALE}", "self.fc = nn.Linear(700, 200)"),
     "batched": ("12x32", "return torch.bmm(a, b)", f"torch.randn(2, 150, 700) {SCALE}, torch.randn(2, 700, 300)", ""),
+    # tall and skinny: all of B packed (300 x 64) fits half of any L2, A (3.6 MB) does not, so not strips but
+    # the shared path, A read once against every K slice of B (strips_pay)
+    "tall_skinny": (
+        "6x16",
+        "return torch.matmul(a, b)",
+        "torch.randn(3000, 300) / 300 ** 0.5, torch.randn(300, 64)",
+        "",
+    ),
     # 38 panels of 16 in four strips of 9-10: past PACK_MIN_PANELS, so each strip packs A
     "packed_a": ("6x16", "return torch.matmul(a, b)", f"torch.randn(100, 700) {SCALE}, torch.randn(700, 600)", ""),
     "softmax": (
