@@ -11,9 +11,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from matmul_paths import MATCHES_TORCH, avx512_micro_kernels_run_here, render_kernel, run_check
-
-HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+from matmul_paths import HEADER, MATCHES_TORCH, avx512_micro_kernels_run_here, render_kernel, run_check
 
 # Chunks of 16 keys (AVX2, nv 2) or 64 (AVX-512, nv 4): 53 keys end in a part-padded chunk; 150 causal rows
 # have whole chunks that all of a tile's rows see at both widths.
@@ -23,8 +21,8 @@ CASES = {
         "False",
         "-(torch.rand(2, 37, 20) + 1) * 3, (torch.rand(2, 53, 20) + 1) * 3, torch.randn(2, 53, 24)",
     ),
-    # key j's score is 40 j for every query: each row's max is its own diagonal key, and the next key a tile's
-    # later rows see (masked for this row) is 40 higher, so taking it into the max underflows the row
+    # key j's score is 40 j for every query: each row's max is its own diagonal key, and the keys a tile's later
+    # rows see (masked for this row) are 40-200 higher, so taking them into the max underflows the row's exps
     "causal": (
         "True",
         "torch.ones(2, 150, 20) * 0.5, torch.arange(150.0).view(1, 150, 1).expand(2, 150, 20) * 4, torch.randn(2, 150, 24)",
