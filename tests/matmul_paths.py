@@ -1,5 +1,5 @@
-"""What the matmul template's instruction-path tests share (tests/harness/test_matmul_amx.py,
-test_matmul_bf16_dot.py): a problem file written from a forward body, the kernel the template renders for it,
+"""What the template path tests share (tests/harness/test_matmul_amx.py, test_matmul_bf16_dot.py, ...,
+test_attention_row_max.py): a problem file written from a forward body, the kernel the template renders for it,
 and a check script run in a child process, as any candidate is (a path's tile state and threads stay out of
 pytest's)."""
 
@@ -57,9 +57,9 @@ def avx512_micro_kernels_run_here() -> bool:
     return templates.host_features(get_target("cpu").simd_width_bits) == templates.host_features(512)
 
 
-def write_problem(folder: Path, name: str, forward: str, inputs: str, init: str = "") -> Path:
-    """A KernelBench-format problem: `forward` takes (x) when it uses self.fc, else (a, b)."""
-    args = "x" if "self.fc" in forward else "a, b"
+def write_problem(folder: Path, name: str, forward: str, inputs: str, init: str = "", args: str = "") -> Path:
+    """A KernelBench-format problem: `forward` takes `args`, by default (x) when it uses self.fc, else (a, b)."""
+    args = args or ("x" if "self.fc" in forward else "a, b")
     body = f"""
         class Model(nn.Module):
             def __init__(self):

@@ -8,10 +8,8 @@ Checked against torch in a child process (tests/matmul_paths.run_check), at both
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
-from matmul_paths import HEADER, MATCHES_TORCH, avx512_micro_kernels_run_here, render_kernel, run_check
+from matmul_paths import MATCHES_TORCH, avx512_micro_kernels_run_here, render_kernel, run_check, write_problem
 
 # Chunks of 16 keys (AVX2, nv 2) or 64 (AVX-512, nv 4): 53 keys end in a part-padded chunk; 150 causal rows
 # have whole chunks that all of a tile's rows see at both widths.
@@ -31,29 +29,13 @@ CASES = {
 WIDTHS = {"avx2": {"simd": "avx2", "mb": 6, "nv": 2}, "avx512": {"simd": "avx512", "mb": 6, "nv": 4}}
 
 
-def write_attention_problem(folder, name: str, causal: str, inputs: str):
-    body = f"""
-        class Model(nn.Module):
-            def forward(self, q, k, v):
-                return F.scaled_dot_product_attention(q, k, v, is_causal={causal}, scale=1.0)
-
-        def get_inputs():
-            return [{inputs}]
-
-        def get_init_inputs():
-            return []
-        """
-    path = folder / f"{name}.py"
-    path.write_text(HEADER + textwrap.dedent(body))
-    return path
-
-
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("case", CASES)
 def test_the_row_max_takes_only_the_scores_a_row_sees(tmp_path, case, width):
     if width == "avx512" and not avx512_micro_kernels_run_here():
         pytest.skip("AVX-512 vectors on a host without AVX-512")
     causal, inputs = CASES[case]
-    problem_path = write_attention_problem(tmp_path, case, causal, inputs)
+    forward = f"return F.scaled_dot_product_attention(q, k, v, is_causal={causal}, scale=1.0)"
+    problem_path = write_problem(tmp_path, case, forward, inputs, args="q, k, v")
     kernel_path = render_kernel(problem_path, WIDTHS[width], ("attention",))
     run_check(MATCHES_TORCH, problem_path, kernel_path, "1e-4")
