@@ -83,7 +83,9 @@ def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
     store = optimize.open_store()
     run_id = optimize.new_run_id("relu")
     policy = optimize.llm_policy(model, store, run_id)
-    opts = fast_options(run_timeout_s=60)
+    # Seven timed calls a side, not three: a median of three reference calls of ~1 ms once read a busy moment
+    # of the CI host and put the 32-repeat kernel behind the 512 one.
+    opts = fast_options(run_timeout_s=60, min_timed_calls=7, max_timed_calls=9)
 
     def evaluate(problem_path, path, target_name, _options):
         from agentkern.harness.evaluate import evaluate as harness_evaluate
@@ -98,7 +100,9 @@ def test_a_scripted_model_refines_its_kernel_step_by_step(tmp_path):
     stored = {c["candidate_id"]: c for c in store.candidates(run_id)}
     assert [stored[k]["status"] for k in ("001-0", "002-0", "003-0", "004-0")] == ["ok", "ok", "compile_error", "ok"]
     # Each step's parent is the best kernel when it was written.
-    assert [stored[k]["parent"] for k in ("001-0", "002-0", "003-0", "004-0")] == [None, "001-0", "002-0", "002-0"]
+    timings = {k: (c.get("speedup"), c.get("kernel_ms"), c.get("reference_ms")) for k, c in stored.items()}
+    parents = [stored[k]["parent"] for k in ("001-0", "002-0", "003-0", "004-0")]
+    assert parents == [None, "001-0", "002-0", "002-0"], timings
     speedups = [stored[k]["speedup"] for k in ("001-0", "002-0", "004-0")]
     assert speedups[0] < speedups[1] < speedups[2], speedups
     history = result["speedup_history"]
