@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from matmul_paths import MATCHES_TORCH, avx512_micro_kernels_run_here, render_kernel, run_check, write_problem
 
-# M = 70, N = 45, K = 1100: K over four times M and N, nine 128-deep slices (the last 76 deep): four or more a
-# thread on two threads. A is scaled by 1/sqrt(K) so the sums stay O(1).
+# M = 70, N = 45, K = 1100: K over four times M and N; at kc 128 nine slices, which the path cuts into ten
+# (112 deep, the last 92) so that two threads get five each. A is scaled by 1/sqrt(K) so the sums stay O(1).
 SCALE = "/ 1100 ** 0.5"
 CASES = {
     "epilogue": (

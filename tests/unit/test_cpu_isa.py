@@ -157,9 +157,13 @@ def test_intel_cores_get_the_gemm_blocking_measured_for_them(monkeypatch, on_cpu
         features = templates.target_features(get_target("cpu"))
         assert ("intel" in features) is intel and host.intel_cpu() is intel
         expected = "strips" if intel else "whole"
-        assert templates.default_params("matmul", "cpp", features)["b_block"] == expected, (flags, vendor)
+        defaults = templates.default_params("matmul", "cpp", features)
+        assert defaults["b_block"] == expected, (flags, vendor)
+        # K slices of 384 only where the host is Intel's and AVX-512 ("intel+avx512f"): both features needed
+        assert defaults["kc"] == (384 if intel and "avx512f" in features else 192), (flags, vendor)
     on_cpu(SAPPHIRE_RAPIDS, "GenuineIntel", 6)
     monkeypatch.setenv(cpu_isa.ENV, "avx2")  # held to AVX2: still Intel's caches
     features = templates.target_features(get_target("cpu"))
     assert "intel" in features and "avx512f" not in features
     assert templates.default_params("matmul", "cpp", features)["b_block"] == "strips"
+    assert templates.default_params("matmul", "cpp", features)["kc"] == 192  # 384 measured no faster at 6x16

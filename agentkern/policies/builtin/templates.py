@@ -159,11 +159,12 @@ def param_space(
 
 
 def default_params(family: str, backend: str = "cpp", features: frozenset | None = None) -> dict:
-    """The template's defaults, with its "prefer" overrides for the features the host has."""
+    """The template's defaults, with its "prefer" overrides for the features the host has, in the JSON's order.
+    A key may name several features joined by "+" ("intel+avx512f"): it applies where the host has them all."""
     meta = _meta(family, backend)
     params = dict(meta["default"])
-    for feature, overrides in meta.get("prefer", {}).items():
-        if features is not None and feature in features:
+    for key, overrides in meta.get("prefer", {}).items():
+        if features is not None and all(feature in features for feature in key.split("+")):
             params.update(overrides)
     return params
 
