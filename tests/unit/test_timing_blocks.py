@@ -29,27 +29,31 @@ class StandInSide:
         return [self.overhead_s + (self.busy_s if i in self.busy else 0.0) for i in range(repeats)]
 
 
-def _measure(draw_s: float, budget_s: float, mode: str = "server", size: int = 4):
-    reference, candidate = StandInSide(1e-6), StandInSide(1e-6)  # calls far below the budget
+def _blocks(reference, candidate, size: int = 4, draw_s: float = 0.0, **timing_options) -> dict:
+    """measure_blocks over stand-in sides whose outputs always match, each call's input `size` floats that take
+    `draw_s` to draw."""
 
     def fresh_inputs(i):
         time.sleep(draw_s)  # what a 256 MiB input costs to draw on the CPU, scaled down
         return [torch.full((size,), float(i))]
 
-    timing = measure_blocks(
+    return measure_blocks(
         reference,
         candidate,
         fresh_inputs,
         lambda dtype: 1e-5,
         lambda out, recent: None,
         [torch.zeros(size)],
-        mode=mode,  # server: one call a block, the blocks are the calls
-        time_budget_s=budget_s,
-        min_calls=5,
-        max_calls=200,
         flush_bytes=4096,
         seed=0,
+        **timing_options,
     )
+
+
+def _measure(draw_s: float, budget_s: float, mode: str = "server", size: int = 4):
+    reference, candidate = StandInSide(1e-6), StandInSide(1e-6)  # calls far below the budget
+    # server: one call a block, the blocks are the calls
+    timing = _blocks(reference, candidate, size, draw_s, mode=mode, time_budget_s=budget_s, min_calls=5, max_calls=200)
     return timing, reference, candidate
 
 
@@ -99,20 +103,7 @@ def test_a_busy_moment_in_the_dry_blocks_is_not_taken_off_the_calls():
     busy = (0, 1, 2, 4, 5, 6)  # 6 of the 7 probes
     reference = StandInSide(1e-3, overhead_s=3e-4, busy=busy, busy_s=2e-3)
     candidate = StandInSide(20e-3, overhead_s=3e-4)
-    timing = measure_blocks(
-        reference,
-        candidate,
-        lambda i: [torch.full((4,), float(i))],
-        lambda dtype: 1e-5,
-        lambda out, recent: None,
-        [torch.zeros(4)],
-        mode="offline",
-        time_budget_s=0.05,
-        min_calls=3,
-        max_calls=5,
-        flush_bytes=4096,
-        seed=0,
-    )
+    timing = _blocks(reference, candidate, mode="offline", time_budget_s=0.05, min_calls=3, max_calls=5)
     assert timing["handshake_us"] == 300.0
     assert abs(timing["reference"]["median_ms"] - 1.0) < 1e-6, timing["reference"]
     assert abs(timing["kernel"]["median_ms"] - 20.0) < 1e-6, timing["kernel"]
