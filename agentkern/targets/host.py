@@ -119,6 +119,10 @@ def _cpu_facts() -> dict[str, Any]:
         # An Intel core's L3 (a mesh of slices) does not feed a core's FMAs at the rate AMD's does: blocking that
         # streams a GEMM's packed B from L3 once per row block loses there (matmul/cpp.json's "prefer").
         "intel": "GenuineIntel" in field("vendor_id"),
+        # AMD's family 25 without AVX-512 of its own is Zen 3 (a Zen 4 held to AVX2 is not: its caches and
+        # prefetchers are Zen 4's): there a row reduction reads fastest with no software prefetch
+        # (reduce/cpp.json's "prefer").
+        "zen3": native_bits < 512 and "AuthenticAMD" in field("vendor_id") and family == "25",
         "native_simd_bits": native_bits,
         "isa_cap": None if capped is None else capped.name,
         "amx_bf16": capped is None and {"amx_tile", "amx_bf16"} <= flags,
@@ -133,6 +137,11 @@ def _cpu_facts() -> dict[str, Any]:
 def avx512_in_halves() -> bool:
     """Whether this CPU's AVX-512 runs each 512-bit operation in two 256-bit halves (AMD Zen 4)."""
     return _cpu_facts()["avx512_halves"]
+
+
+def zen3_cpu() -> bool:
+    """Whether this CPU is an AMD Zen 3 (family 25, no AVX-512): the templates' "zen3" feature."""
+    return _cpu_facts()["zen3"]
 
 
 def intel_cpu() -> bool:

@@ -178,17 +178,19 @@ def host_features(simd_width_bits: int | None, amx_bf16: bool = False) -> frozen
 
 def target_features(target) -> frozenset:
     """The template features of a CPU target (this host): host_features of its SIMD width and AMX tiles,
-    "avx512_halves" where its AVX-512 runs on 256-bit units (targets/host.py: AMD Zen 4) and "intel" on an Intel
-    CPU (at any width)."""
+    "avx512_halves" where its AVX-512 runs on 256-bit units (targets/host.py: AMD Zen 4), "intel" on an Intel
+    CPU (at any width) and "zen3" on an AMD Zen 3."""
     features = host_features(target.simd_width_bits, "amx_bf16" in target.peak_tflops)
     if target.kind != "cpu":
         return features
-    from agentkern.targets.host import avx512_in_halves, intel_cpu
+    from agentkern.targets.host import avx512_in_halves, intel_cpu, zen3_cpu
 
     if "avx512f" in features and avx512_in_halves():
         features |= {"avx512_halves"}
     if intel_cpu():
         features |= {"intel"}
+    if zen3_cpu():
+        features |= {"zen3"}
     return features
 
 
