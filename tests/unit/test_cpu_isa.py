@@ -171,7 +171,7 @@ def test_intel_cores_get_the_gemm_blocking_measured_for_them(monkeypatch, on_cpu
 
 def test_zen3_row_reductions_read_without_software_prefetch(monkeypatch, on_cpu):
     """AMD family 25 without AVX-512 (Zen 3) is "zen3": the reduce template's default prefetches nothing there
-    (judged on a Zen 3, 2026-12-07: 0.94-1.06x of eager with none against 0.85-1.00x with 4096 bytes ahead).
+    (judged on a Zen 3, 2026-12-07: 0.94-1.08x of eager with none against 0.85-1.00x with 4096 bytes ahead).
     A Zen 4 held to AVX2 keeps its own prefetch distance, as do Intel hosts at either width."""
     from agentkern.targets import get_target
 
