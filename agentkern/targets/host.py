@@ -108,6 +108,7 @@ def _cpu_facts() -> dict[str, Any]:
     mem_kb = re.findall(r"^MemTotal:\s*(\d+) kB", _read("/proc/meminfo"), re.M)
     simd_bits = native_bits if capped is None else min(native_bits, capped.simd_bits)
     family = (field("cpu family") or ["0"])[0].strip()
+    amd_family_25 = "AuthenticAMD" in field("vendor_id") and family == "25"  # Zen 3 and Zen 4
     return {
         "model": model,
         "cores": len(cpus),
@@ -115,14 +116,14 @@ def _cpu_facts() -> dict[str, Any]:
         "simd_bits": simd_bits,
         # AMD's family 25 with AVX-512 is Zen 4, which runs each 512-bit operation on 256-bit units in two halves:
         # a register tile that suits a full-width core (Intel's) is not the fastest there (matmul/cpp.json).
-        "avx512_halves": simd_bits >= 512 and "AuthenticAMD" in field("vendor_id") and family == "25",
+        "avx512_halves": simd_bits >= 512 and amd_family_25,
         # An Intel core's L3 (a mesh of slices) does not feed a core's FMAs at the rate AMD's does: blocking that
         # streams a GEMM's packed B from L3 once per row block loses there (matmul/cpp.json's "prefer").
         "intel": "GenuineIntel" in field("vendor_id"),
         # AMD's family 25 without AVX-512 of its own is Zen 3 (a Zen 4 held to AVX2 is not: its caches and
         # prefetchers are Zen 4's): there a row reduction reads fastest with no software prefetch
         # (reduce/cpp.json's "prefer").
-        "zen3": native_bits < 512 and "AuthenticAMD" in field("vendor_id") and family == "25",
+        "zen3": native_bits < 512 and amd_family_25,
         "native_simd_bits": native_bits,
         "isa_cap": None if capped is None else capped.name,
         "amx_bf16": capped is None and {"amx_tile", "amx_bf16"} <= flags,
