@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from agentkern.harness import confine, op_observer
+from agentkern.harness import confine, op_observer, torch_pch
 from agentkern.harness.arena import Arena, described
 from agentkern.harness.host_load import children, tree_pids
 from agentkern.harness.omp_env import runner_thread_env
@@ -35,8 +35,8 @@ REPLY_LIMIT = 1 << 20
 
 def runner_env(scratch: Path, inside_scratch: Path, judge_env: dict[str, str]) -> dict[str, str]:
     """A runner's environment: the judge's, with the user's OpenMP settings back, and its own HOME, TMPDIR and
-    build caches, all in its scratch folder (confine.sandbox_env)."""
-    return confine.sandbox_env(scratch, inside_scratch, runner_thread_env(judge_env))
+    build caches, all in its scratch folder (confine.sandbox_env), and the judge's precompiled torch headers."""
+    return confine.sandbox_env(scratch, inside_scratch, runner_thread_env(judge_env)) | torch_pch.runner_env()
 
 
 class RunnerDied(Exception):
@@ -56,7 +56,9 @@ class RunnerProcess:
         argv = [sys.executable, "-m", "agentkern.harness.runner", str(reply_w), str(self.arena.fd)]
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                confine.command(argv, scratch, readable=op_observer.readable()) if confined else argv,
+                confine.command(argv, scratch, readable=op_observer.readable() + torch_pch.readable())
+                if confined
+                else argv,
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from agentkern import cpu_isa
-from agentkern.harness import allowlist, build_cache, confine
+from agentkern.harness import allowlist, build_cache, confine, torch_pch
 from agentkern.harness import correctness as C
 from agentkern.harness.fallback import check_fallback, compute_families
 from agentkern.harness.rejections import Rejected
@@ -113,6 +113,11 @@ class EvalSession:
     def _load(self) -> None:
         self.init_seed = secrets.randbelow(2**31)  # the parameters' seed: the same on both sides, no trial's seed
         cand = self.sides["candidate"]
+        if self._builds_against_torch():  # the judge's own build, before the candidate's
+            t0 = perf_clock()
+            self.details["torch_pch"] = torch_pch.ensure()
+            if self.details["torch_pch"] == "built":
+                self.timings["torch_pch_s"] = perf_clock() - t0
         kept = build_cache.restore(self._candidate_source(), cand.scratch / "cache")
         self.details["build_cache"] = "kept" if kept else "new"
         self.load_models()
@@ -134,6 +139,15 @@ class EvalSession:
             self.details["timed_op_watch"] = "op observer" if cand.get("observer") is True else "dispatch mode"
         self.timings["load_problem_s"] = self.timings.get("load_problem_s", 0.0) + t1 - t0
         self.timings["compile_s"] = self.timings.get("compile_s", 0.0) + perf_clock() - t1
+
+    def _builds_against_torch(self) -> bool:
+        """Whether the candidate looks like it builds C++ against torch's headers (native.compile_with_ops), the
+        builds torch_pch.py speeds up: only a hint of what to prepare, nothing is decided by it."""
+        return (
+            self.req["backend"] == "cpp"
+            and self.candidate_kind == "solution"
+            and "compile_with_ops" in self._candidate_source()
+        )
 
     def _candidate_source(self) -> str:
         return Path(self.req["solution_path"]).read_text()
