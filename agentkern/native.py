@@ -6,12 +6,13 @@ those headers), and the library is cached by a hash of the source, the flags and
 unchanged kernel never rebuilds.
 
 `compile_with_ops(SOURCE)` builds the same source against torch's headers as well (only the per-op ATen
-headers and torch/library.h: ~4 s, not load_inline's ~30 s), with `AK_NS` defined: the source's
-`#ifdef AK_NS` part registers its launcher as a torch custom op in C++ (TORCH_LIBRARY), so a model calls the
-kernel as `torch.ops.<ns>.<name>(x)`: checks, allocation and the call cost about what an ATen op's do (one
-row of relu: 2.4 us a call, against 3.9 us through the ctypes launcher and 1.8 us for eager torch.relu;
-benchmarks/launcher_overhead.py, docs/harness.md). Where torch ships no headers, the build against them
-fails or AGENTKERN_NO_TORCH_OPS is set, it returns the plain library and no ops: the ctypes launcher runs.
+headers and torch/library.h: 8-9 s, 3.5-4.5 s with the precompiled headers below, not load_inline's ~30 s),
+with `AK_NS` defined: the source's `#ifdef AK_NS` part registers its launcher as a torch custom op in C++
+(TORCH_LIBRARY), so a model calls the kernel as `torch.ops.<ns>.<name>(x)`: checks, allocation and the call
+cost about what an ATen op's do (one row of relu: 2.4 us a call, against 3.9 us through the ctypes launcher
+and 1.8 us for eager torch.relu; benchmarks/launcher_overhead.py, docs/harness.md). Where torch ships no
+headers, the build against them fails or AGENTKERN_NO_TORCH_OPS is set, it returns the plain library and no
+ops: the ctypes launcher runs.
 
 Most of such a build is g++ reading torch's headers again. Where the judge has built them once as a
 precompiled header (harness/torch_pch.py: for the default flags, against the torch and compiler here, in a
@@ -52,6 +53,9 @@ TORCH_PCH_HEADER = """#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #undef TORCH_ASSERT_ONLY_METHOD_OPERATORS
 """
 
+
+# The build folder each namespace of this process was first built in (op_namespace).
+_NAMESPACE_FOLDERS: dict[str, str] = {}
 
 # How many libraries this process has built: the harness tells a build's g++ from a kernel's own children.
 BUILDS = 0
@@ -160,11 +164,17 @@ def _cache_root() -> Path:
 
 
 def op_namespace(source: str, extra_flags: tuple[str, ...] = ()) -> str:
-    """The torch.ops namespace a source's ops register under: one per source, build folder and flags. Two
-    kernels loaded into one process (two candidates, a kernel and its variant) never register the same
-    namespace, and neither does one source built in two folders or with other flags (a second TORCH_LIBRARY
-    for a namespace aborts the process); the same library loaded twice is one dlopen handle, registered once."""
-    return "ak_" + sha256_text(source, str(_cache_root()), *extra_flags)[:16]
+    """The torch.ops namespace a source's ops register under: one per source and flags, so an unchanged kernel
+    keeps its name, and its cached library, from one runner's scratch folder to the next. Two kernels loaded
+    into one process (two candidates, a kernel and its variant) never register the same namespace, and
+    neither does one source built in two folders in one process (a second TORCH_LIBRARY for a namespace
+    aborts it): the second folder's gets a name of its own. The same library loaded twice is one dlopen
+    handle, registered once."""
+    ns = "ak_" + sha256_text(source, *extra_flags)[:16]
+    root = str(_cache_root())
+    if _NAMESPACE_FOLDERS.setdefault(ns, root) != root:
+        ns = "ak_" + sha256_text(source, root, *extra_flags)[:16]
+    return ns
 
 
 def compile_with_ops(source: str, name: str = "kernel", extra_flags: tuple[str, ...] = ()):

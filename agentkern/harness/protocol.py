@@ -17,7 +17,8 @@ LOG = "worker.log"
 READY_LINE = "agentkern-worker: imports done, waiting for a request"
 
 # Phases under the compile time limit; every other phase is under the run time limit, except "queued ...":
-# waiting for the device (device_lock.py), held by another worker that is under its own limits.
+# waiting for the device (device_lock.py), held by another worker that is under its own limits, or for the
+# judge's own preparation (torch_pch.py: a bounded g++ run of agentkern's, not the candidate's time).
 COMPILE_PHASES = ("start", "import", "compile")
 
 

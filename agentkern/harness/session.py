@@ -113,11 +113,13 @@ class EvalSession:
     def _load(self) -> None:
         self.init_seed = secrets.randbelow(2**31)  # the parameters' seed: the same on both sides, no trial's seed
         cand = self.sides["candidate"]
-        if self._builds_against_torch():  # the judge's own build, before the candidate's
+        if self._builds_against_torch():  # the judge's own build, before the candidate's: not under its limits
+            self.phase.enter("queued torch headers")
             t0 = perf_clock()
             self.details["torch_pch"] = torch_pch.ensure()
             if self.details["torch_pch"] == "built":
                 self.timings["torch_pch_s"] = perf_clock() - t0
+            self.phase.enter("import")
         kept = build_cache.restore(self._candidate_source(), cand.scratch / "cache")
         self.details["build_cache"] = "kept" if kept else "new"
         self.load_models()

@@ -22,6 +22,7 @@ from pathlib import Path
 from agentkern import native
 
 OFF_ENV = "AGENTKERN_NO_TORCH_PCH"
+BUILD_TIMEOUT_S = 300  # ~15 s on an idle 2-core host; the evaluation waiting on it is under no other limit
 
 
 def folder() -> Path | None:
@@ -82,7 +83,10 @@ def _build(target: Path, flags: list[str], cxx: str) -> str:
         header = tmp / "ak_torch.h"
         header.write_text(native.TORCH_PCH_HEADER)
         cmd = [cxx, *flags, "-x", "c++-header", str(header), "-o", f"{header}.gch"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"failed: g++ took over {BUILD_TIMEOUT_S} s"
         if proc.returncode != 0:
             lines = (proc.stderr or "").strip().splitlines()
             return f"failed: {lines[-1] if lines else f'exit {proc.returncode}'}"[:300]

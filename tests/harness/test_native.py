@@ -1,4 +1,5 @@
 import ctypes
+import os
 import subprocess
 
 import pytest
@@ -82,6 +83,20 @@ def test_a_source_with_a_torch_op_is_built_against_torch_and_registers_it(tmp_pa
     monkeypatch.setenv("AGENTKERN_CPP_CACHE", str(tmp_path))
     _, again = native.compile_with_ops(OP_SRC, name="twice")
     assert again.name == ops.name and torch.equal(again.twice(x), 2 * x)
+
+
+def test_a_fresh_process_names_a_source_the_same_in_any_build_folder(tmp_path):
+    """Each evaluation's runner builds in a scratch folder of its own (without bubblewrap, a different path each
+    time): the namespace, part of the library's cache key, must not change with it, or every evaluation of an
+    unchanged kernel rebuilds it."""
+    import sys
+
+    names = set()
+    for folder in ("a", "b"):
+        env = {**os.environ, "AGENTKERN_CPP_CACHE": str(tmp_path / folder)}
+        code = "from agentkern import native; print(native.op_namespace('int f();'))"
+        names.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout)
+    assert len(names) == 1 and next(iter(names)).startswith("ak_")
 
 
 def test_without_torch_ops_the_plain_library_is_built(tmp_path, monkeypatch):
