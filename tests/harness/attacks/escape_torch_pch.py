@@ -29,11 +29,6 @@ def _plant() -> None:
                     f.write(_PLANTED)
             except OSError:
                 pass
-    try:
-        with open(os.path.join(root, ".agentkern-attack-marker"), "w") as f:
-            f.write(_PLANTED)
-    except OSError:
-        pass
 
 
 _plant()
