@@ -169,9 +169,10 @@ def test_intel_cores_get_the_gemm_blocking_measured_for_them(monkeypatch, on_cpu
     assert templates.default_params("matmul", "cpp", features)["kc"] == 192  # 384 measured no faster at 6x16
 
 
-def test_zen3_row_reductions_read_without_software_prefetch(monkeypatch, on_cpu):
+def test_zen3_template_defaults(monkeypatch, on_cpu):
     """AMD family 25 without AVX-512 (Zen 3) is "zen3": the reduce template's default prefetches nothing there
-    (judged on a Zen 3, 2026-12-07: 0.94-1.08x of eager with none against 0.85-1.00x with 4096 bytes ahead).
+    (judged on a Zen 3, 2026-12-07: 0.94-1.08x of eager with none against 0.85-1.00x with 4096 bytes ahead), and
+    the matmul template's row blocks are 216 rows, not 72.
     A Zen 4 held to AVX2 keeps its own prefetch distance, as do Intel hosts at either width."""
     from agentkern.targets import get_target
 
@@ -189,6 +190,10 @@ def test_zen3_row_reductions_read_without_software_prefetch(monkeypatch, on_cpu)
         expected = 0 if zen3 else templates.default_params("reduce", "cpp")["prefetch"]
         assert templates.default_params("reduce", "cpp", features)["prefetch"] == expected, (vendor, family)
         assert expected != 0 or zen3
+        # GEMM row blocks of 216 rows there (2048^3: 0.96x the time of 72, 1024^3 a tie; docs/bench.md)
+        mc = templates.default_params("matmul", "cpp", features)["mc"]
+        assert mc == (216 if zen3 else templates.default_params("matmul", "cpp")["mc"]), (vendor, family)
+        assert zen3 or mc != 216
     on_cpu(ZEN4, "AuthenticAMD", 25)
     monkeypatch.setenv(cpu_isa.ENV, "avx2")  # a Zen 4 held to AVX2: 256-bit vectors, Zen 4's caches
     features = templates.target_features(get_target("cpu"))
