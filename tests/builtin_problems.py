@@ -192,6 +192,19 @@ CPP_SOURCES = {
         def get_init_inputs():
             return [517, 131]
         """,
+    # A row vector times a matrix wider than two chunks of the axpy form's 4096 columns on any thread count up
+    # to two: each thread's range in chunks, the last chunk's masked tail, K not a multiple of 4.
+    "vecmat_wide": """
+        class Model(nn.Module):
+            def forward(self, x, w):
+                return torch.matmul(x, w) + 1.0
+
+        def get_inputs():
+            return [torch.randn(1, 37), torch.randn(37, 9001)]
+
+        def get_init_inputs():
+            return []
+        """,
     "bmv": """
         class Model(nn.Module):
             def forward(self, a, b):

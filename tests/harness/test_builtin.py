@@ -79,6 +79,7 @@ CASES = [
     ("matvec_long_k", {"micro": "4x16"}),
     ("linear_one_row", {"micro": "4x24"}),
     ("bmv", {"micro": "6x16"}),
+    ("vecmat_wide", {"micro": "6x16"}),
     ("residual_layernorm", {"algorithm": "one_pass", "unroll": 4, "stream": "always"}),
     ("matmul_fp16", {"micro": "4x24", "kc": 128, "pack_a": False}),
     ("matmul_bias_gelu", {"micro": "14x32", "kc": 256, "mc": 96}),

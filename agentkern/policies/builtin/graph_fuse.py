@@ -62,7 +62,7 @@ EW_VEC: dict[str, str] = {
     "erf": "v_erf({x})",
     "softplus": "v_softplus({x}, {a}, {b})",
     "mish": "v_mish({x})",
-    "elu": "vselect_gt0({x}, vmul({b}, {x}), vmul(vmul({b}, {a}), vsub(v_exp(vmul({x}, {c})), vset(1.0f))))",
+    "elu": "v_elu({x}, {a}, {b}, {c})",
     "hardswish": "vdiv(vmul({x}, vmin(vset(6.0f), vmax(vzero(), vadd({x}, vset(3.0f))))), vset(6.0f))",
     "hardsigmoid": "vmin(vset(1.0f), vmax(vzero(), vadd(vdiv({x}, vset(6.0f)), vset(0.5f))))",
     # minimum / maximum propagate a NaN of either operand (as torch's do): x + y where the pair is unordered.
