@@ -16,7 +16,7 @@ from agentkern.traces.trace import load
 
 # relu computed REPEAT times over (a chain of dependent adds per element), so REPEAT sets the speed: 512
 # then 128 then 1 (about 250, 60 and 7 ms a call on one thread beside a busy core, Zen 3), each step 4x or more
-# apart, beyond timing noise (32 repeats, ~2x from 1, once ranked behind it in the run's confirmation).
+# apart, beyond timing noise (a 32-repeat middle step once won the run's confirmation against the 1-repeat one).
 KERNEL = '''import ctypes
 import torch
 import torch.nn as nn
