@@ -425,6 +425,22 @@ CASES = [
         "[torch.randn(2, 5, 4, 40)]",
     ),
     (
+        # a last row panel of GMR_SHORT rows or fewer computed as such (gemm.cpp.j2 g_accumulate<MR>): 10 output
+        # channels are panels of 6 and 4 (AVX2) or 8 and 2 (AVX-512); bias, direct panels, an epilogue
+        "conv_short_last_panel",
+        "self.c = nn.Conv2d(3, 10, 3, padding=1)",
+        "torch.tanh(self.c(x))",
+        "[torch.randn(2, 3, 5, 40)]",
+    ),
+    (
+        # a stride-1 transposed convolution whose virtual rows save 15% of the panels at AVX2's 16 columns (66
+        # outputs a row of 68): virtual tiles of 16 channels with a bias, the last panel short (6, 6, 4 with AVX2)
+        "conv_transpose_virtual_short_panel",
+        "self.c = nn.ConvTranspose2d(4, 16, 3)",
+        "self.c(x) * 2",
+        "[torch.randn(2, 4, 6, 64)]",
+    ),
+    (
         # triangular masks: triu / tril decompose into index grids (aranges, their difference, a comparison),
         # computed on the vector body from the aranges passed as float32; an arange as a factor too
         "triangular_masks",
@@ -852,6 +868,8 @@ AVX2_CASES = [
     "max_pool_2x2_nan",
     "layer_norm_long_offset",
     "conv_transpose3d_frame_taps",
+    "conv_short_last_panel",
+    "conv_transpose_virtual_short_panel",
     "softmax_middle_axis_special_values",
     "streamed_final_outputs",
     "max_pool_unit_stride_rows",
