@@ -745,7 +745,8 @@ CASES = [
         "x / torch.norm(x, p='fro') + x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
         "[torch.randn(3, 5, 70, 71)]",
     ),
-    # float32 scans eight rows at a time, with rows left over (19 = 2 x 8 + 3), and the reverse cumsum's flips
+    # float32 scans eight rows at a time, 16 columns a step (300 = 18 x 16 + 12 left over), with rows left over
+    # (19 = 2 x 8 + 3), and the reverse cumsum's flips
     (
         "cumsum_cumprod_row_blocks",
         "pass",
