@@ -779,6 +779,15 @@ CASES = [
         "torch.cumsum(x * y, dim=1) + x * y[:1] + torch.where(y, x, -x) + x * z",
         "[torch.randn(9, 70), torch.randn(9, 70) > 0, torch.tensor(True)]",
     ),
+    # a log-softmax picked at one index a row (graph_rewrite.py -> log_softmax_pick): a cross-entropy with an
+    # ignored class, and picks from rows with a NaN row among them (NaN, as torch's); 70 classes: a vector tail
+    (
+        "cross_entropy_picks",
+        "pass",
+        "F.cross_entropy(x, y, ignore_index=3) + torch.log_softmax(z, -1).gather(-1, y[:, None]).sum(1)",
+        "[torch.randn(37, 70) * 4, torch.randint(0, 70, (37,)),"
+        " torch.randn(37, 70).index_fill(0, torch.tensor([5]), float('nan'))]",
+    ),
     # flips: the last axis of a contiguous tensor (rows read backwards, with a leading axis flipped as well),
     # and axes the general copy walks (a leading one alone; the last of a transposed view)
     (
@@ -871,6 +880,7 @@ AVX2_CASES = [
     "conv_transpose3d_frame_taps",
     "conv_short_last_panel",
     "conv_transpose_virtual_short_panel",
+    "cross_entropy_picks",
     "softmax_middle_axis_special_values",
     "streamed_final_outputs",
     "max_pool_unit_stride_rows",
@@ -1057,6 +1067,41 @@ def test_a_matrix_vector_product_sums_in_double(tmp_path):
         got = solution.ModelNew().eval()(x, y)
     assert exact.abs().max() < 1.0  # near zero, as meant
     torch.testing.assert_close(got.double(), exact, rtol=0, atol=1e-6)
+
+
+# A fused group's sum or mean over a run of middle dims, its values never stored (kernels.cpp.j2
+# fused_<k>_sum_mid): RMSNorm's mean of x^2 over the channels; two middle dims kept, a bool leaf and a one-value
+# leaf, 37 x 5 columns (64-column blocks, a masked vector tail); a sum over dim 1 of a 4-d group; each the value
+# the group stored, then reduced, gives (reduce_mid_f32, double sums), the fallback refused.
+SUM_MID_CASES = [
+    (
+        "rms_norm_mean_of_squares",
+        "pass",
+        "x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
+        "[torch.rand(3, 16, 9, 70)]",
+    ),
+    (
+        "sum_over_middle_dims_bool_scalar",
+        "pass",
+        "torch.mean(torch.where(z, x * y, -x) + y[1, 2, 3, 4, 0], dim=(1, 2), keepdim=True)"
+        " + torch.sum((x - y) * 2.0, dim=1)",
+        "[torch.randn(2, 4, 5, 37, 5), torch.randn(2, 4, 5, 37, 5), torch.randn(2, 4, 5, 37, 5) > 0]",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, init, forward, inputs", SUM_MID_CASES, ids=[c[0] for c in SUM_MID_CASES])
+@pytest.mark.parametrize("simd", ["host", "avx2"])
+def test_a_groups_sum_over_middle_dims_never_stores_the_group(tmp_path, name, init, forward, inputs, simd):
+    def patch(source, module):
+        assert "_fused_sum(" in source[source.index("def forward(self, *inputs)") :]
+
+        def refused(*args, **kwargs):
+            raise AssertionError("the group was stored, then reduced")
+
+        module._sum = module._mean = refused  # what _fused_sum's fallback reduces the stored group with
+
+    _renders_the_reference(tmp_path, name, init, forward, inputs, {} if simd == "host" else {"simd": "avx2"}, patch)
 
 
 def test_the_rendered_forward_calls_torch_only_to_view_allocate_and_copy(tmp_path):

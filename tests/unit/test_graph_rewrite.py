@@ -1,4 +1,5 @@
-"""graph_rewrite.py on traced plans: a GEMM summed over its columns becomes a matrix-vector product."""
+"""graph_rewrite.py on traced plans: a GEMM summed over its columns becomes a matrix-vector product; a
+log-softmax picked at one index a row becomes one op."""
 
 import pytest
 
@@ -50,3 +51,28 @@ def test_columns_read_elsewhere_or_a_nonlinear_step_keep_the_gemm():
     ]:
         plan = trace_graph(_Forward(fn), [torch.randn(9, 33)])
         assert rewrite(plan) == plan
+
+
+def test_a_cross_entropy_picks_from_its_rows_log_sum_exp_without_the_log_softmax():
+    fn = lambda m, x, t: torch.nn.functional.cross_entropy(x, t)  # noqa: E731
+    plan = trace_graph(_Forward(fn), [torch.randn(9, 33), torch.randint(0, 33, (9,))])
+    ops = [op for op, _ in _ops(rewrite(plan))]
+    assert "agentkern.log_softmax_gather" in ops
+    assert "aten._log_softmax.default" not in ops and "aten.gather.default" not in ops
+    assert "aten._log_softmax.default" in [op for op, _ in _ops(plan)]  # the traced plan itself untouched
+
+
+def test_a_log_softmax_read_elsewhere_or_picked_along_a_leading_dim_or_twice_a_row_stays():
+    x = torch.randn(9, 33)
+    for fn, index in [
+        (lambda m, x, t: (lambda y: y.gather(1, t) + y.sum())(torch.log_softmax(x, 1)), [9, 1]),
+        (lambda m, x, t: torch.log_softmax(x, 0).gather(0, t), [1, 33]),  # one a column: along dim 0
+        (lambda m, x, t: torch.log_softmax(x, 1).gather(1, t), [9, 2]),
+    ]:
+        plan = trace_graph(_Forward(fn), [x, torch.randint(0, 9, index)])
+        assert rewrite(plan) == plan, index
+    plan = trace_graph(
+        _Forward(lambda m, x, t: torch.log_softmax(x, -1).gather(-1, t)),
+        [torch.randn(4, 9, 33), torch.randint(0, 33, (4, 9, 1))],
+    )
+    assert "agentkern.log_softmax_gather" in [op for op, _ in _ops(rewrite(plan))]  # a 3-D x's last dim

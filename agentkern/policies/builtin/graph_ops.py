@@ -181,6 +181,7 @@ HELPERS: dict[str, tuple[str, str]] = {
     "aten.logsumexp.default": ("_logsumexp", "reduce"),
     "aten._softmax.default": ("_softmax", "softmax"),
     "aten._log_softmax.default": ("_log_softmax", "softmax"),
+    "agentkern.log_softmax_gather": ("_log_softmax_gather", "softmax"),  # graph_rewrite.py's
     "aten.cumsum.default": ("_cumsum", "scan"),
     "aten.cumprod.default": ("_cumprod", "scan"),
     "aten.mm.default": ("_mm", "gemm"),

@@ -1,12 +1,16 @@
 """Rewrites of a traced plan (graph_trace.py) that change the work, never the value: applied before fusion.
 
-One today: the sum (or mean) of a GEMM's output over its columns, through any scaling by numbers, is the GEMM
-of its first operand with the sum (mean) of the second's columns: sum_n (A @ B)[m, n] = A[m] @ (sum_n B[:, n]).
-A [M, N] product summed to [M, 1] becomes a matrix-vector product, and B's column sums a pass over B (KernelBench
-level 2: Gemm_Divide_Sum_Scaling, Matmul_Sum_Max_...). It also changes the rounding: the [M, N] outputs summed
-cancel to results near zero for some rows, where a tolerance of 1e-4 is mostly absolute. With the column sums
-taken first (in double: reduce_mid_f32), 14_Gemm_Divide_Sum_Scaling at --size small came within 0.37 of the
-tolerance of eager's outputs over 200 draws in one process, against 0.77 for the GEMM summed (2026-11-28).
+The sum (or mean) of a GEMM's output over its columns, through any scaling by numbers, is the GEMM of its first
+operand with the sum (mean) of the second's columns: sum_n (A @ B)[m, n] = A[m] @ (sum_n B[:, n]). A [M, N]
+product summed to [M, 1] becomes a matrix-vector product, and B's column sums a pass over B (KernelBench level 2:
+Gemm_Divide_Sum_Scaling, Matmul_Sum_Max_...). It also changes the rounding: the [M, N] outputs summed cancel to
+results near zero for some rows, where a tolerance of 1e-4 is mostly absolute. With the column sums taken first
+(in double: reduce_mid_f32), 14_Gemm_Divide_Sum_Scaling at --size small came within 0.37 of the tolerance of
+eager's outputs over 200 draws in one process, against 0.77 for the GEMM summed (2026-11-28).
+
+A log-softmax read only by a gather of one index a row along its dim (a cross-entropy's log-probabilities of its
+targets) becomes one op, `agentkern.log_softmax_gather`: each row's log-sum-exp and its pick, the same values,
+without the [rows, classes] log-softmax written and read back (graph/helpers.py.j2 `_log_softmax_gather`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ REDUCTIONS = {"aten.sum.dim_IntList", "aten.mean.dim"}
 
 
 def rewrite(plan: dict) -> dict:
-    """The plan with every GEMM-then-column-sum rewritten (a new plan; `plan` is untouched)."""
+    """The plan with every GEMM-then-column-sum and log-softmax-then-pick rewritten (a new plan; `plan` is
+    untouched)."""
     nodes = [dict(n) for n in plan["nodes"]]
     changed = True
     while changed:
@@ -31,7 +36,44 @@ def rewrite(plan: dict) -> dict:
                 nodes = _rewritten(nodes, node, *found)
                 changed = True
                 break
+            picked = _log_softmax_picked(node, by_name, readers)
+            if picked:
+                nodes = [
+                    {
+                        **node,
+                        "op": "agentkern.log_softmax_gather",
+                        "args": [picked["args"][0], node["args"][1], node["args"][2]],
+                        "kwargs": {},
+                    }
+                    if n is node
+                    else n
+                    for n in nodes
+                    if n is not picked
+                ]
+                changed = True
+                break
     return {**plan, "nodes": nodes}
+
+
+def _log_softmax_picked(node: dict, by_name: dict, readers: dict) -> dict | None:
+    """The log-softmax `node` gathers from, where it is read by nothing else and `node` picks one index a row
+    along its dim (the index's size 1 there, the others x's: checked again at run time by the helper)."""
+    if node.get("op") != "aten.gather.default" or node.get("kwargs", {}).get("sparse_grad") or len(node["args"]) != 3:
+        return None
+    value, dim, index = node["args"]
+    if not (isinstance(value, dict) and "ref" in value and isinstance(index, dict) and "ref" in index):
+        return None
+    source = by_name.get(value["ref"])
+    if source is None or source["op"] != "aten._log_softmax.default" or len(source["args"]) != 3:
+        return None
+    if readers.get(source["name"], 0) != 1:
+        return None
+    shape = source.get("shape", [])
+    if source.get("dtype") != "float32" or source["args"][2] is not False or not shape or not isinstance(dim, int):
+        return None
+    if dim % len(shape) != source["args"][1] % len(shape) or node.get("shape") != [*shape[:-1], 1]:
+        return None
+    return source if dim % len(shape) == len(shape) - 1 else None
 
 
 def _readers(nodes: list[dict], outputs: list) -> dict[str, int]:
