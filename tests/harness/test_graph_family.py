@@ -788,6 +788,16 @@ CASES = [
         "[torch.randn(37, 70) * 4, torch.randint(0, 70, (37,)),"
         " torch.randn(37, 70).index_fill(0, torch.tensor([5]), float('nan'))]",
     ),
+    # triangles of products (graph_rewrite.py: the GEMM skips the tiles outside and writes zeros there): diagonals
+    # on both sides, through the blocked GEMM (400 rows) and the few-rows one (100), a linear layer's (addmm, a
+    # bias), one column (the matrix-vector path), a few rows of a transposed B (dot products); partial tiles
+    (
+        "triangles_of_products",
+        "pass",
+        "torch.triu(x @ y, diagonal=3) + torch.tril(x @ y, -5) * 2 + torch.triu(F.linear(x, z, y[0]), 2)"
+        " + torch.tril(x @ y[:, :1], -2) + torch.tril(x[:7] @ z.T, 1).sum() + torch.triu(x[:100] @ y, -4).sum()",
+        "[torch.randn(400, 37), torch.randn(37, 45), torch.randn(45, 37)]",
+    ),
     # flips: the last axis of a contiguous tensor (rows read backwards, with a leading axis flipped as well),
     # and axes the general copy walks (a leading one alone; the last of a transposed view)
     (
@@ -881,6 +891,7 @@ AVX2_CASES = [
     "conv_short_last_panel",
     "conv_transpose_virtual_short_panel",
     "cross_entropy_picks",
+    "triangles_of_products",
     "softmax_middle_axis_special_values",
     "streamed_final_outputs",
     "max_pool_unit_stride_rows",

@@ -76,3 +76,28 @@ def test_a_log_softmax_read_elsewhere_or_picked_along_a_leading_dim_or_twice_a_r
         [torch.randn(4, 9, 33), torch.randint(0, 33, (4, 9, 1))],
     )
     assert "agentkern.log_softmax_gather" in [op for op, _ in _ops(rewrite(plan))]  # a 3-D x's last dim
+
+
+def test_a_triangle_of_a_product_is_the_gemm_told_the_triangle_and_the_index_grids_go():
+    for fn, triangle in [
+        (lambda m, x: torch.tril(x @ m.w.T), [1, 0]),
+        (lambda m, x: torch.triu(x @ m.w.T, diagonal=2), [2, 2]),
+        (lambda m, x: torch.tril(m.l(x), -3) * 2, [1, -3]),
+    ]:
+        plan = rewrite(trace_graph(_Forward(fn), [torch.randn(50, 33)]))
+        gemms = [n for n in plan["nodes"] if n["op"] in ("aten.mm.default", "aten.addmm.default")]
+        assert [g["kwargs"].get("triangle") for g in gemms] == [triangle]
+        ops = [op for op, _ in _ops(plan)]
+        assert not {"aten.where.self", "aten.arange.start_step", "aten.sub.Tensor"} & set(ops), ops
+
+
+def test_a_triangle_read_elsewhere_or_filled_with_another_value_keeps_the_where():
+    for fn in [
+        lambda m, x: (lambda y: torch.tril(y) + y)(x @ m.w.T),  # the product read twice
+        lambda m, x: torch.where(torch.ones(50, 40, dtype=torch.bool).tril(), x @ m.w.T, 1.0),  # not a zero
+        lambda m, x: torch.tril(x @ m.w.T - 1),  # not the product itself
+    ]:
+        plan = trace_graph(_Forward(fn), [torch.randn(50, 33)])
+        rewritten = rewrite(plan)
+        assert not any("triangle" in n.get("kwargs", {}) for n in rewritten["nodes"])
+        assert "aten.where.self" in [op for op, _ in _ops(rewritten)]

@@ -11,6 +11,11 @@ eager's outputs over 200 draws in one process, against 0.77 for the GEMM summed 
 A log-softmax read only by a gather of one index a row along its dim (a cross-entropy's log-probabilities of its
 targets) becomes one op, `agentkern.log_softmax_gather`: each row's log-sum-exp and its pick, the same values,
 without the [rows, classes] log-softmax written and read back (graph/helpers.py.j2 `_log_softmax_gather`).
+
+A GEMM read only by a `where` that keeps a triangle of it and zeros the rest (torch.tril / torch.triu of a
+product: the column index less the row index compared with a number) becomes the GEMM told the triangle
+(`triangle=[kind, d]`: 1 keeps j - i <= d, 2 keeps j - i >= d): the kernel skips the tiles outside it and writes
+zeros there, the `where` and its index grids gone (KernelBench level 1 14 and 15).
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ REDUCTIONS = {"aten.sum.dim_IntList", "aten.mean.dim"}
 
 
 def rewrite(plan: dict) -> dict:
-    """The plan with every GEMM-then-column-sum and log-softmax-then-pick rewritten (a new plan; `plan` is
-    untouched)."""
+    """The plan with every GEMM-then-column-sum, triangle of a GEMM and log-softmax-then-pick rewritten (a new
+    plan; `plan` is untouched)."""
     nodes = [dict(n) for n in plan["nodes"]]
     changed = True
     while changed:
@@ -34,6 +39,13 @@ def rewrite(plan: dict) -> dict:
             found = _gemm_summed(node, by_name, readers)
             if found:
                 nodes = _rewritten(nodes, node, *found)
+                changed = True
+                break
+            kept = _triangle_kept(node, by_name, readers)
+            if kept:
+                gemm, triangle = kept
+                told = {**gemm, "name": node["name"], "kwargs": {**gemm["kwargs"], "triangle": triangle}}
+                nodes = _without_unread([told if n is gemm else n for n in nodes if n is not node], plan["outputs"])
                 changed = True
                 break
             picked = _log_softmax_picked(node, by_name, readers)
@@ -175,3 +187,95 @@ def _plain_transpose(node: dict) -> bool:
 
 def _node(name: str, op: str, args: list, shape: list, kwargs: dict | None = None) -> dict:
     return {"name": name, "op": op, "args": args, "kwargs": dict(kwargs or {}), "shape": shape, "dtype": "float32"}
+
+
+# A comparison of the index grid's j - i (or i - j) with a number d -> (kind, d') on j - i: 1 keeps j - i <= d',
+# 2 keeps j - i >= d'. Keyed by (op, the grid is i - j).
+_TRIANGLES = {
+    ("aten.le.Scalar", False): lambda d: (1, d),
+    ("aten.lt.Scalar", False): lambda d: (1, d - 1),
+    ("aten.ge.Scalar", False): lambda d: (2, d),
+    ("aten.gt.Scalar", False): lambda d: (2, d + 1),
+    ("aten.le.Scalar", True): lambda d: (2, -d),
+    ("aten.lt.Scalar", True): lambda d: (2, -d + 1),
+    ("aten.ge.Scalar", True): lambda d: (1, -d),
+    ("aten.gt.Scalar", True): lambda d: (1, -d - 1),
+}
+
+
+def _triangle_kept(node: dict, by_name: dict, readers: dict) -> tuple[dict, list[int]] | None:
+    """(the GEMM, [kind, d]) where `node` is a `where` keeping a triangle of a 2-D GEMM's output that nothing else
+    reads, zeros elsewhere."""
+    if node.get("op") != "aten.where.self" or len(node["args"]) != 3:
+        return None
+    cond, kept, other = node["args"]
+    gemm = _ref(kept, by_name)
+    if gemm is None or not _gemm(gemm, by_name) or readers.get(gemm["name"], 0) != 1 or not _zero(_ref(other, by_name)):
+        return None
+    if "triangle" in gemm["kwargs"] or node.get("shape") != gemm["shape"] or node.get("dtype") != "float32":
+        return None
+    compared = _index_compare(_ref(cond, by_name), by_name, gemm["shape"])
+    return (gemm, list(compared)) if compared else None
+
+
+def _zero(node: dict | None) -> bool:
+    return node is not None and node["op"] == "aten.scalar_tensor.default" and node["args"] in ([0], [0.0])
+
+
+# What a rewritten `where` read: dropped where nothing else reads it.
+_INDEX_GRID_OPS = {"aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.unsqueeze.default"}
+_INDEX_GRID_OPS |= {"aten.sub.Tensor", "aten.scalar_tensor.default"} | {op for op, _ in _TRIANGLES}
+
+
+def _without_unread(nodes: list[dict], outputs: list) -> list[dict]:
+    """`nodes` less the index grids, comparisons and zeros nothing reads, repeatedly."""
+    while True:
+        readers = _readers(nodes, outputs)
+        kept = [n for n in nodes if n["op"] not in _INDEX_GRID_OPS or readers.get(n["name"], 0)]
+        if len(kept) == len(nodes):
+            return nodes
+        nodes = kept
+
+
+def _ref(value, by_name: dict) -> dict | None:
+    return by_name.get(value["ref"]) if isinstance(value, dict) and "ref" in value else None
+
+
+def _index_compare(mask: dict | None, by_name: dict, shape: list) -> tuple[int, int] | None:
+    """(kind, d) where `mask` compares the [M, N] grid j - i (or i - j) with a whole number."""
+    if mask is None or len(mask["args"]) != 2 or type(mask["args"][1]) is not int:
+        return None
+    grid = _ref(mask["args"][0], by_name)
+    if grid is None or grid["op"] != "aten.sub.Tensor" or grid["kwargs"] or len(grid["args"]) != 2:
+        return None
+    vectors = [_index_vector(_ref(a, by_name), by_name) for a in grid["args"]]
+    rows, cols = ("rows", shape[0]), ("cols", shape[1])
+    if vectors not in ([cols, rows], [rows, cols]):
+        return None
+    make = _TRIANGLES.get((mask["op"], vectors[0] == rows))
+    return make(mask["args"][1]) if make else None
+
+
+def _index_vector(node: dict | None, by_name: dict) -> tuple[str, int] | None:
+    """("rows", M) for arange(M) unsqueezed to [M, 1], ("cols", N) for arange(N) unsqueezed to [1, N]."""
+    if node is None or node["op"] != "aten.unsqueeze.default":
+        return None
+    arange = _ref(node["args"][0], by_name)
+    if not _counts_from_zero(arange):
+        return None
+    length = arange["shape"][0]
+    return {(length, 1): ("rows", length), (1, length): ("cols", length)}.get(tuple(node.get("shape", [])))
+
+
+def _counts_from_zero(node: dict | None) -> bool:
+    """arange(n), arange(0, n) or arange(0, n, 1): the values 0 .. n - 1."""
+    if node is None or len(node.get("shape", [])) != 1:
+        return False
+    args = node["args"]
+    if node["op"] == "aten.arange.default":
+        return len(args) == 1
+    if node["op"] == "aten.arange.start":
+        return len(args) == 2 and args[0] == 0
+    if node["op"] == "aten.arange.start_step":
+        return args[0] == 0 and (len(args) == 2 or args[2] == 1)
+    return False
