@@ -73,10 +73,10 @@ def _log_softmax_picked(node: dict, by_name: dict, readers: dict) -> dict | None
     if node.get("op") != "aten.gather.default" or node.get("kwargs", {}).get("sparse_grad") or len(node["args"]) != 3:
         return None
     value, dim, index = node["args"]
-    if not (isinstance(value, dict) and "ref" in value and isinstance(index, dict) and "ref" in index):
+    source = _ref(value, by_name)
+    if _ref(index, by_name) is None or source is None:
         return None
-    source = by_name.get(value["ref"])
-    if source is None or source["op"] != "aten._log_softmax.default" or len(source["args"]) != 3:
+    if source["op"] != "aten._log_softmax.default" or len(source["args"]) != 3:
         return None
     if readers.get(source["name"], 0) != 1:
         return None
