@@ -441,6 +441,23 @@ CASES = [
         "[torch.randn(2, 4, 6, 64)]",
     ),
     (
+        # rows sharing their zeros (conv.cpp.j2 Framed::Ws): padded along W only, so a row's reads past its end
+        # land in the next row's leading zeros (no frame rows along H between them), and the last row's in the
+        # copy's tail; virtual panels over a pitch of W + 2 = OW, one of them a plane's last short
+        "conv_rows_share_zeros",
+        "self.c = nn.Conv2d(4, 8, 3, padding=(0, 2))",
+        "self.c(x) + 1",
+        "[torch.randn(2, 4, 6, 10)]",
+    ),
+    (
+        # padding past the kernel's reach (1 x 1 taps, padding 2): OW = W + 4 exceeds W + max(L, R) = W + 2, so
+        # the shared pitch is OW (virtual positions distinct); a stride-1 transposed convolution's pitch, OW
+        "conv_padding_past_the_taps",
+        "self.c = nn.Conv2d(5, 6, 1, padding=2); self.t = nn.ConvTranspose2d(6, 7, (2, 5))",
+        "self.t(self.c(x))",
+        "[torch.randn(2, 5, 7, 9)]",
+    ),
+    (
         # triangular masks: triu / tril decompose into index grids (aranges, their difference, a comparison),
         # computed on the vector body from the aranges passed as float32; an arange as a factor too
         "triangular_masks",
@@ -890,6 +907,8 @@ AVX2_CASES = [
     "conv_transpose3d_frame_taps",
     "conv_short_last_panel",
     "conv_transpose_virtual_short_panel",
+    "conv_rows_share_zeros",
+    "conv_padding_past_the_taps",
     "cross_entropy_picks",
     "triangles_of_products",
     "softmax_middle_axis_special_values",
