@@ -458,6 +458,16 @@ CASES = [
         "[torch.randn(2, 5, 7, 9)]",
     ),
     (
+        # an addmm's bias as one row that the GEMM starts C from (gemm.cpp.j2 crow): [N] and [1, N], beta 0.5
+        # and 0 (a NaN bias then ignored, as torch's), the few-rows and blocked paths; the paths reading C
+        # itself (a linear layer on 5 rows: dot products; one output column: matrix-vector) fill C from it
+        "addmm_bias_rows",
+        "self.l = nn.Linear(29, 45); self.v = nn.Linear(29, 1)",
+        "torch.cat([torch.addmm(z, x[:37], y, beta=0.5, alpha=2.0).flatten(), torch.addmm(z[None], x, y).flatten(),"
+        " self.l(x[:5]).flatten(), self.v(x).flatten(), torch.addmm(z * float('nan'), x[:37], y, beta=0.0).flatten()])",
+        "[torch.randn(400, 29), torch.randn(29, 45), torch.randn(45)]",
+    ),
+    (
         # triangular masks: triu / tril decompose into index grids (aranges, their difference, a comparison),
         # computed on the vector body from the aranges passed as float32; an arange as a factor too
         "triangular_masks",
@@ -909,6 +919,7 @@ AVX2_CASES = [
     "conv_transpose_virtual_short_panel",
     "conv_rows_share_zeros",
     "conv_padding_past_the_taps",
+    "addmm_bias_rows",
     "cross_entropy_picks",
     "triangles_of_products",
     "softmax_middle_axis_special_values",
@@ -1116,6 +1127,15 @@ SUM_MID_CASES = [
         "torch.mean(torch.where(z, x * y, -x) + y[1, 2, 3, 4, 0], dim=(1, 2), keepdim=True)"
         " + torch.sum((x - y) * 2.0, dim=1)",
         "[torch.randn(2, 4, 5, 37, 5), torch.randn(2, 4, 5, 37, 5), torch.randn(2, 4, 5, 37, 5) > 0]",
+    ),
+    (
+        # leaves with one value a row (helpers _fused_sum's kind -1, -2 for bools): a logsumexp's max, a bool
+        # mask a row, a value a batch entry over middle dims (fused_<k>_sum_mid's outer index), a scalar
+        "sum_with_a_value_a_row",
+        "pass",
+        "torch.logsumexp(x.flatten(1), dim=1)[:, None, None] + torch.where(z, x, -x).sum((2, 3, 4))[:, :1, None]"
+        " + (x * y.amax((1, 2, 3, 4), keepdim=True) - 0.5).sum((1, 2))",
+        "[torch.randn(3, 4, 5, 37, 5), torch.randn(3, 4, 5, 37, 5), torch.randn(3, 4, 1, 1, 1) > 0]",
     ),
 ]
 
