@@ -468,6 +468,15 @@ CASES = [
         "[torch.randn(400, 29), torch.randn(29, 45), torch.randn(45)]",
     ),
     (
+        # a GroupNorm of one value a channel (after a linear layer: norm.cpp.j2's S == 1 path), with and without
+        # the affine part, groups of 5 channels (a vector's tail only) and of 24 (whole vectors and a tail)
+        "group_norm_one_value_a_channel",
+        "self.a = nn.GroupNorm(4, 20); self.b = nn.GroupNorm(2, 48, affine=False); nn.init.normal_(self.a.weight);"
+        " nn.init.normal_(self.a.bias)",
+        "self.a(x * 3 + 1).sum(1, keepdim=True) + self.b(torch.cat([x, x * x, -x[:, :8]], 1))",
+        "[torch.randn(7, 20)]",
+    ),
+    (
         # triangular masks: triu / tril decompose into index grids (aranges, their difference, a comparison),
         # computed on the vector body from the aranges passed as float32; an arange as a factor too
         "triangular_masks",
@@ -920,6 +929,7 @@ AVX2_CASES = [
     "conv_rows_share_zeros",
     "conv_padding_past_the_taps",
     "addmm_bias_rows",
+    "group_norm_one_value_a_channel",
     "cross_entropy_picks",
     "triangles_of_products",
     "softmax_middle_axis_special_values",
