@@ -281,7 +281,7 @@ def model_source(problem_path, new_name: str = "_Reference", overrides: dict | N
         todo.extend(n.id for n in ast.walk(tree.body[i]) if isinstance(n, ast.Name))
     body = [stmt for i, stmt in enumerate(tree.body) if i in needed]
     overridden = frozenset(name for name in overrides or {} if owner.get(name) in needed)
-    for name in overridden:
+    for name in sorted(overridden):  # in one order: the rendered file, so its build's cache key, the same each run
         body.extend(parse_python(f"{name} = {overrides[name]!r}").body)
     body.extend(copy.deepcopy(derived_statements(body[: len(body) - len(overridden)], overridden)))
     module = _Rename("Model", new_name).visit(ast.Module(body=body, type_ignores=[]))
