@@ -323,6 +323,17 @@ CASES = [
         "[torch.randn(2, 4, 9, 13)]",
     ),
     ("where_of_a_comparison", "pass", "torch.where(x > 0.3, x * 2.0, torch.exp(-x)) + 1", "[torch.randn(6, 50)]"),
+    # Chains of views as one as_strided each (graph_render.view_chains): from an input and from a parameter,
+    # through select, slices, squeeze, transpose; a view read twice ends a chain; a returned group reads an
+    # expanded (stride 0) chain of an unfolded product
+    (
+        "view_chains",
+        "self.w = nn.Parameter(torch.randn(70))",
+        "(lambda a, b: ((lambda r: r.unfold(2, 2, 1).expand(4, 2, 3, 2, 2) * 1.5)(torch.bmm(a, b)), a.mean()))("
+        "x.view(2, 3, 4, 5).permute(0, 2, 1, 3).select(1, 2), "
+        "self.w.view(2, 5, 7).transpose(1, 2).unsqueeze(0).squeeze(0)[:, 1:6, :].narrow(2, 0, 3))",
+        "[torch.randn(24, 5)]",
+    ),
     ("strided_leaf", "pass", "torch.sigmoid(x.transpose(0, 1) + y) * 3.0", "[torch.randn(40, 7), torch.randn(7, 40)]"),
     (
         "eleven_leaves",

@@ -279,9 +279,10 @@ def test_min_max_rounding_sign_and_logical_ops_stay_on_the_vector_body():
 def test_a_parameter_is_read_by_its_attribute_path_from_the_reference():
     from agentkern.policies.builtin.graph_render import parameter_access
 
-    assert parameter_access("conv.weight") == "R.conv.weight"
     assert parameter_access("bias") == "R.bias"
-    # a name that is no identifier (Sequential's "0") or a keyword: through _attr, part by part
+    # a path through submodules, a name that is no identifier (Sequential's "0") or a keyword: through _attr,
+    # part by part, from the modules' dicts
+    assert parameter_access("conv.weight") == "_attr(R, ('conv', 'weight'))"
     assert parameter_access("layers.0.weight") == "_attr(R, ('layers', '0', 'weight'))"
     assert parameter_access("head.class.bias") == "_attr(R, ('head', 'class', 'bias'))"
 
@@ -317,3 +318,42 @@ def test_every_op_the_graph_calls_as_it_is_is_one_the_judge_counts_as_neutral():
 
     assert "aten.unfold.default" in NEUTRAL  # a view: ViT's patches (KernelBench L3 28)
     assert [op for op in sorted(NEUTRAL) if op.split(".")[1] not in NEUTRAL_OPS] == []
+
+
+def test_a_chain_of_views_read_only_by_the_next_is_one_as_strided():
+    plan = _plan(
+        [
+            _node("v", "aten.view.default", _ref("x"), [2, 3, 4]),
+            _node("p", "aten.permute.default", _ref("v"), [1, 0, 2]),
+            _node("s", "aten.select.int", _ref("p"), 0, 1),  # read twice: the chain ends here
+            _node("m", "aten.mm.default", _ref("s"), _ref("y")),
+            _node("t", "aten.t.default", _ref("s")),
+            _node("u", "aten.unsqueeze.default", _ref("t"), 0),
+            _node("e", "aten.expand.default", _ref("u"), [5, 4, 2]),  # returned, and read by the next view
+            _node("w", "aten.view.default", _ref("e"), [20, 2]),
+            _node("q", "aten.view.default", _ref("y"), [-1]),  # a chain of one view: called as it is
+        ],
+        ["m", "e", "w", "q"],
+    )
+    lines = context({"attrs": {"graph": plan}})["lines"]
+    assert "s = _views(x, 's', (('view.default', ((2, 3, 4),)), ('permute.default', ((1, 0, 2),)), " \
+        "('select.int', (0, 1))))" in lines, lines
+    assert "e = _views(s, 'e', (('t.default', ()), ('unsqueeze.default', (0,)), ('expand.default', ((5, 4, 2),))))" \
+        in lines
+    assert "w = torch.ops.aten.view.default(e, [20, 2])" in lines  # e is returned: w starts from it
+    assert "q = torch.ops.aten.view.default(y, [-1])" in lines
+    assert not any(line.startswith(("v =", "p =", "t =", "u =")) for line in lines)
+
+
+def test_a_view_with_a_size_read_from_another_node_is_not_chained():
+    plan = _plan(
+        [
+            _node("v", "aten.view.default", _ref("x"), [2, 12]),
+            _node("p", "aten.permute.default", _ref("v"), [1, 0]),
+            _node("w", "aten.view.default", _ref("p"), [_ref("y"), 2]),  # a size the renderer cannot read as an int
+        ],
+        ["w"],
+    )
+    lines = context({"attrs": {"graph": plan}})["lines"]
+    assert "p = _views(x, 'p', (('view.default', ((2, 12),)), ('permute.default', ((1, 0),))))" in lines, lines
+    assert any(line.startswith("w = torch.ops.aten.view.default(p,") for line in lines)

@@ -96,6 +96,26 @@ SAME_VALUES = {
     "aten.unfold.default",
 }
 
+# Always a view of their first operand, never a copy, their other arguments ints: a chain of them is one
+# as_strided (graph_render.view_chains).
+VIEWS = {
+    "aten.alias.default",
+    "aten.permute.default",
+    "aten.view.default",
+    "aten._unsafe_view.default",
+    "aten.unsqueeze.default",
+    "aten.squeeze.default",
+    "aten.squeeze.dim",
+    "aten.squeeze.dims",
+    "aten.expand.default",
+    "aten.t.default",
+    "aten.transpose.int",
+    "aten.select.int",
+    "aten.slice.Tensor",
+    "aten.narrow.default",
+    "aten.unfold.default",
+}
+
 # Called as they are: they allocate, view, copy or cast.
 NEUTRAL = SAME_VALUES | {
     "aten.squeeze.dims",

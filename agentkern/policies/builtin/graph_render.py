@@ -12,7 +12,7 @@ import keyword
 from collections import Counter
 
 from agentkern.policies.builtin import graph_fuse, graph_rewrite
-from agentkern.policies.builtin.graph_ops import EW, EW_CODES, EW_OPS, HELPERS, NEUTRAL
+from agentkern.policies.builtin.graph_ops import EW, EW_CODES, EW_OPS, HELPERS, NEUTRAL, VIEWS
 from agentkern.policies.builtin.graph_trace import refs
 
 
@@ -208,6 +208,51 @@ def _fused_lines(plan: dict, fused: list[dict]) -> dict[str, str | None]:
     return changed
 
 
+def _int_args(values) -> str | None:
+    """A view's arguments after its operand as a constant tuple's source (lists as tuples), or None where one
+    is not an int, a list of ints or None (a size read from another node)."""
+    parts = []
+    for v in values:
+        if isinstance(v, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+            parts.append(repr(tuple(v)))
+        elif v is None or (isinstance(v, int) and not isinstance(v, bool)):
+            parts.append(repr(v))
+        else:
+            return None
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def view_chains(plan: dict, changed: dict[str, str | None]) -> dict[str, str | None]:
+    """Node name -> its statement where a chain of views (graph_ops.VIEWS) becomes one `_views` call: a view
+    whose only reader is the next view of the chain is not made, the chain's last view is made from the first
+    one's operand in one as_strided (KernelBench L3 32's attention: view, unsqueeze, permute, squeeze; select,
+    view, permute, view). Nodes fusion changed (`changed`) stay as they are."""
+    readers = Counter(refs(plan["outputs"]))
+    for node in plan["nodes"]:
+        readers.update(refs([node.get("args", []), node.get("kwargs", {})]))
+    chains: dict[str, tuple[str, list[str]]] = {}  # a view -> (the chain's operand, its steps so far)
+    lines: dict[str, str | None] = {}
+    for node in plan["nodes"]:
+        name, args = node["name"], node.get("args", [])
+        if node["op"] not in VIEWS or name in changed or node.get("kwargs") or not args:
+            continue
+        operand, rest = args[0], _int_args(args[1:])
+        if not isinstance(operand, dict) or "ref" not in operand or rest is None:
+            continue
+        step = f"({node['op'].removeprefix('aten.')!r}, {rest})"
+        ref = operand["ref"]
+        if ref in chains and readers[ref] == 1:
+            base, steps = chains.pop(ref)
+            lines[ref] = None
+            chains[name] = (base, steps + [step])
+        else:
+            chains[name] = (ref, [step])
+    for name, (base, steps) in chains.items():
+        if len(steps) > 1:
+            lines[name] = f"{name} = _views({base}, {name!r}, ({', '.join(steps)}))"
+    return lines
+
+
 def kernel_groups(plan: dict, fused: list[dict] = ()) -> list[str]:
     members = {m for g in fused for m in g["members"]}
     nodes = [n for n in plan["nodes"] if n["name"] not in members]
@@ -223,9 +268,11 @@ def kernel_groups(plan: dict, fused: list[dict] = ()) -> list[str]:
 def parameter_access(name: str) -> str:
     """The expression reading the reference's parameter (or buffer) `name` ("conv.weight", "layers.0.bias") at
     each call: its attributes from `R` (the reference), as the module holds it then. A dict of named_parameters()
-    rebuilt each call walked every module: 3.2 us against 2.2 for KernelBench L2 1's three (timeit, 2026-11-29)."""
+    rebuilt each call walked every module: 3.2 us against 2.2 for KernelBench L2 1's three (timeit, 2026-11-29).
+    A name of one part is R's attribute; a path through submodules goes through _attr (helpers.py.j2), which
+    reads the modules' dicts: `R.conv1.weight` took 1.11 us, _attr 0.22 (timeit, Zen 5, 2026-12-08)."""
     parts = name.split(".")
-    if all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+    if len(parts) == 1 and name.isidentifier() and not keyword.iskeyword(name):
         return "R." + name
     return f"_attr(R, {tuple(parts)!r})"
 
@@ -245,6 +292,7 @@ def context(spec: dict) -> dict:
     read = whole_tuples_read(plan)
     fused = graph_fuse.groups(plan, read)
     changed = _fused_lines(plan, fused)
+    changed |= view_chains(plan, changed)
     lines = [changed[n["name"]] if n["name"] in changed else line(n, read) for n in plan["nodes"]]
     return {
         "bound": bound,
