@@ -336,10 +336,14 @@ def test_a_chain_of_views_read_only_by_the_next_is_one_as_strided():
         ["m", "e", "w", "q"],
     )
     lines = context({"attrs": {"graph": plan}})["lines"]
-    assert "s = _views(x, 's', (('view.default', ((2, 3, 4),)), ('permute.default', ((1, 0, 2),)), " \
-        "('select.int', (0, 1))))" in lines, lines
-    assert "e = _views(s, 'e', (('t.default', ()), ('unsqueeze.default', (0,)), ('expand.default', ((5, 4, 2),))))" \
+    assert (
+        "s = _views(x, 's', (('view.default', ((2, 3, 4),)), ('permute.default', ((1, 0, 2),)), "
+        "('select.int', (0, 1))))" in lines
+    ), lines
+    assert (
+        "e = _views(s, 'e', (('t.default', ()), ('unsqueeze.default', (0,)), ('expand.default', ((5, 4, 2),))))"
         in lines
+    )
     assert "w = torch.ops.aten.view.default(e, [20, 2])" in lines  # e is returned: w starts from it
     assert "q = torch.ops.aten.view.default(y, [-1])" in lines
     assert not any(line.startswith(("v =", "p =", "t =", "u =")) for line in lines)
