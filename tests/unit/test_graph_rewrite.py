@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from agentkern.policies.builtin.graph_rewrite import rewrite  # noqa: E402
-from agentkern.policies.builtin.graph_trace import trace_graph  # noqa: E402
+from agentkern.policies.builtin.graph_trace import refs, trace_graph  # noqa: E402
 
 
 class _Forward(torch.nn.Module):
@@ -101,3 +101,27 @@ def test_a_triangle_read_elsewhere_or_filled_with_another_value_keeps_the_where(
         rewritten = rewrite(plan)
         assert not any("triangle" in n.get("kwargs", {}) for n in rewritten["nodes"])
         assert "aten.where.self" in [op for op, _ in _ops(rewritten)]
+
+
+def test_a_view_repeated_at_each_step_is_made_once_and_a_returned_one_stays():
+    def steps(m, x):
+        h = x
+        for _ in range(3):
+            h = torch.tanh(h[:, :33] @ m.w.T)  # the same transpose of w at every step
+        return h, m.w.T, m.w.T
+
+    traced = trace_graph(_Forward(steps), [torch.randn(5, 33)])
+    plan = rewrite(traced)
+
+    def transposes(p):
+        return [n for n in p["nodes"] if n["op"] == "aten.permute.default"]
+
+    assert len(transposes(traced)) == 5
+    assert len(transposes(plan)) == 3  # the steps' one, and the two returned: each its own tensor
+    mms = [n for n in plan["nodes"] if n["op"] == "aten.mm.default"]
+    assert len(mms) == 3 and len({n["args"][1]["ref"] for n in mms}) == 1
+    returned = [o["ref"] for o in plan["outputs"]]
+    assert len(set(returned)) == 3
+    names = {n["name"] for n in plan["nodes"]}
+    for node in plan["nodes"]:  # every ref names a node still there
+        assert set(refs([node.get("args"), node.get("kwargs")])) <= names, node

@@ -16,10 +16,14 @@ A GEMM read only by a `where` that keeps a triangle of it and zeros the rest (to
 product: the column index less the row index compared with a number) becomes the GEMM told the triangle
 (`triangle=[kind, d]`: 1 keeps j - i <= d, 2 keeps j - i >= d): the kernel skips the tiles outside it and writes
 zeros there, the `where` and its index grids gone (KernelBench level 1 14 and 15).
+
+A view of a node repeated by the same op and arguments (a loop in forward transposing a weight at every step) is
+made once, its repeats read the first.
 """
 
 from __future__ import annotations
 
+from agentkern.policies.builtin.graph_ops import VIEWS
 from agentkern.policies.builtin.graph_trace import refs
 
 SCALINGS = {"aten.mul.Tensor", "aten.div.Tensor"}  # by a number: they commute with the sum
@@ -64,7 +68,43 @@ def rewrite(plan: dict) -> dict:
                 ]
                 changed = True
                 break
-    return {**plan, "nodes": nodes}
+    return {**plan, "nodes": _same_views_once(nodes, plan["outputs"])}
+
+
+def _same_views_once(nodes: list[dict], outputs: list) -> list[dict]:
+    """Each view (graph_ops.VIEWS) made once: a later view of the same node by the same op and arguments is
+    dropped and its readers read the first (a recurrent network's weight transposed at every time step:
+    KernelBench L3 34's 256 `permute`s of two weights, ~3 us each). Returned views stay: each its own tensor."""
+    returned = set(refs(outputs))
+    first: dict[str, str] = {}
+    same: dict[str, str] = {}
+    kept = []
+    for node in nodes:
+        if same:
+            node = {
+                **node,
+                "args": _renamed(node.get("args", []), same),
+                "kwargs": _renamed(node.get("kwargs", {}), same),
+            }
+        if node["op"] in VIEWS and node["name"] not in returned:
+            key = repr((node["op"], node.get("args"), node.get("kwargs")))
+            if key in first:
+                same[node["name"]] = first[key]
+                continue
+            first[key] = node["name"]
+        kept.append(node)
+    return kept
+
+
+def _renamed(value, names: dict[str, str]):
+    """A traced value with its refs to the nodes in `names` made refs to their replacements."""
+    if isinstance(value, dict):
+        if "ref" in value:
+            return {**value, "ref": names.get(value["ref"], value["ref"])}
+        return {k: _renamed(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, names) for v in value]
+    return value
 
 
 def _log_softmax_picked(node: dict, by_name: dict, readers: dict) -> dict | None:
