@@ -728,6 +728,15 @@ CASES = [
         "[torch.randn(2, 3, 4, 5), torch.randn(2, 2, 5, 4)]",
     ),
     ("cat_pieces_last_dim", "pass", "torch.cat([y, x, x * 3.0], -1)", "[torch.randn(3, 4, 5), torch.randn(3, 4, 2)]"),
+    # the same cat at every step of a loop (one plan kept per layout), an empty 1-D piece skipped, and pieces of
+    # two dtypes (a piece at a time)
+    (
+        "cat_pieces_steps_and_dtypes",
+        "pass",
+        "(lambda h: torch.cat([torch.cat([h, x.new_zeros(0)]), (x > 0).long().flatten()]))("
+        "torch.cat([torch.tanh(torch.cat([torch.tanh(torch.cat([x, y], 1)), y], 1)), y], 1).flatten())",
+        "[torch.randn(3, 4), torch.randn(3, 2)]",
+    ),
     # windows of a dim as a view (Tensor.unfold: ViT's patches), copied by the reshape after it
     ("unfold_windows", "pass", "torch.tanh(x.unfold(2, 3, 2).reshape(2, 3, -1)) * 2.0", "[torch.randn(2, 3, 9, 5)]"),
     # a leaf that is not contiguous along the output's rows: the group's own pass after the GEMM
