@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import math
 import struct
-from collections import Counter
 
 from agentkern.policies.builtin.graph_ops import EW, EW_OPS, SAME_VALUES
-from agentkern.policies.builtin.graph_trace import refs
+from agentkern.policies.builtin.graph_trace import read_counts, refs
 
 MAX_LEAVES = 8  # operands one fused kernel reads (kernels.cpp.j2's walkers keep this many offsets)
 
@@ -257,9 +256,7 @@ def groups(plan: dict, read_whole: set[str]) -> list[dict]:
     node, or a view of it), "kernel" (the index of the group whose C++ kernel it calls: _share_kernels)}. A
     lone elementwise op is a group too (its kernel vectorised where the op-by-op one computes in double). `read_whole`: the nodes read other than as item 0
     (graph_render.whole_tuples_read): a batch norm among them keeps its own kernel."""
-    uses = Counter(refs(plan["outputs"]))
-    for node in plan["nodes"]:
-        uses.update(refs([node.get("args", []), node.get("kwargs", {})]))
+    uses = read_counts(plan["nodes"], plan["outputs"])
     by_name = {n["name"]: n for n in plan["nodes"]}
     order = {name: i for i, name in enumerate(by_name)}
     # getitem(batch norm, 0) is the batch norm's output: a member reads through it.

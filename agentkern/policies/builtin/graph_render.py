@@ -13,7 +13,7 @@ from collections import Counter
 
 from agentkern.policies.builtin import graph_fuse, graph_rewrite
 from agentkern.policies.builtin.graph_ops import EW, EW_CODES, EW_OPS, HELPERS, NEUTRAL, VIEWS
-from agentkern.policies.builtin.graph_trace import refs
+from agentkern.policies.builtin.graph_trace import read_counts, refs
 
 
 def source(value) -> str:
@@ -227,9 +227,7 @@ def view_chains(plan: dict, changed: dict[str, str | None]) -> dict[str, str | N
     whose only reader is the next view of the chain is not made, the chain's last view is made from the first
     one's operand in one as_strided (KernelBench L3 32's attention: view, unsqueeze, permute, squeeze; select,
     view, permute, view). Nodes fusion changed (`changed`) stay as they are."""
-    readers = Counter(refs(plan["outputs"]))
-    for node in plan["nodes"]:
-        readers.update(refs([node.get("args", []), node.get("kwargs", {})]))
+    readers = read_counts(plan["nodes"], plan["outputs"])
     chains: dict[str, tuple[str, list[str]]] = {}  # a view -> (the chain's operand, its steps so far)
     lines: dict[str, str | None] = {}
     for node in plan["nodes"]:

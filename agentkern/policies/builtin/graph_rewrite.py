@@ -24,7 +24,7 @@ made once, its repeats read the first.
 from __future__ import annotations
 
 from agentkern.policies.builtin.graph_ops import VIEWS
-from agentkern.policies.builtin.graph_trace import refs
+from agentkern.policies.builtin.graph_trace import read_counts, refs
 
 SCALINGS = {"aten.mul.Tensor", "aten.div.Tensor"}  # by a number: they commute with the sum
 REDUCTIONS = {"aten.sum.dim_IntList", "aten.mean.dim"}
@@ -37,7 +37,7 @@ def rewrite(plan: dict) -> dict:
     changed = True
     while changed:
         changed = False
-        readers = _readers(nodes, plan["outputs"])
+        readers = read_counts(nodes, plan["outputs"])
         by_name = {n["name"]: n for n in nodes}
         for node in nodes:
             found = _gemm_summed(node, by_name, readers)
@@ -126,13 +126,6 @@ def _log_softmax_picked(node: dict, by_name: dict, readers: dict) -> dict | None
     if dim % len(shape) != source["args"][1] % len(shape) or node.get("shape") != [*shape[:-1], 1]:
         return None
     return source if dim % len(shape) == len(shape) - 1 else None
-
-
-def _readers(nodes: list[dict], outputs: list) -> dict[str, int]:
-    count: dict[str, int] = {}
-    for name in refs([[n.get("args", []), n.get("kwargs", {})] for n in nodes] + [outputs]):
-        count[name] = count.get(name, 0) + 1
-    return count
 
 
 def _number(value) -> bool:
@@ -270,7 +263,7 @@ _INDEX_GRID_OPS |= {"aten.sub.Tensor", "aten.scalar_tensor.default"} | {op for o
 def _without_unread(nodes: list[dict], outputs: list) -> list[dict]:
     """`nodes` less the index grids, comparisons and zeros nothing reads, repeatedly."""
     while True:
-        readers = _readers(nodes, outputs)
+        readers = read_counts(nodes, outputs)
         kept = [n for n in nodes if n["op"] not in _INDEX_GRID_OPS or readers.get(n["name"], 0)]
         if len(kept) == len(nodes):
             return nodes

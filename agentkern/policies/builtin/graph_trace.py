@@ -12,6 +12,7 @@ traced with (as the reference's own code does at that size).
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from agentkern.helpers import python_parser_lock
 from agentkern.policies.builtin.graph_ops import OPS
@@ -92,6 +93,15 @@ def _live(nodes: list[dict], outputs: list) -> list[dict]:
             kept.append(node)
             wanted |= set(refs([node.get("args", []), node.get("kwargs", {})]))
     return kept[::-1]
+
+
+def read_counts(nodes: list[dict], outputs: list) -> Counter:
+    """How many times each node is read: by the nodes' arguments and by the outputs (a node read twice by one
+    op counts twice)."""
+    counts = Counter(refs(outputs))
+    for node in nodes:
+        counts.update(refs([node.get("args", []), node.get("kwargs", {})]))
+    return counts
 
 
 def refs(value):
